@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// The test command: builds, then runs every test/**/*.test.ts with node's test runner.
+// Usage: npm test [-- FILTER...]   (FILTER: substrings of test file paths)
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const filters = process.argv.slice(2);
+
+const build = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
+
+function walk(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith('.test.ts') ? [p] : [];
+  });
+}
+const files = walk(join(root, 'test')).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
+if (files.length === 0) {
+  console.error(`no test files match ${filters.join(' ')}`);
+  process.exit(1);
+}
+const run = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${process.env.BATON_TEST_CONCURRENCY ?? 2}`, ...files],
+  { stdio: 'inherit', cwd: root },
+);
+process.exit(run.status ?? 1);

@@ -1,0 +1,90 @@
+import { InvalidConfigError } from './errors.js';
+import { MAX_LOCK_NAME_LENGTH } from './store.js';
+
+/** Timing of an elector. Defaults are Kubernetes' client-go defaults. */
+export interface Timing {
+  /** How long a lease lasts without renewal, as other candidates count it. Default 15 s. */
+  leaseDurationMs: number;
+  /** The leader steps down if it has not renewed for this long. Default 10 s. */
+  renewDeadlineMs: number;
+  /** Interval between renewals, and between acquisition attempts when polling. Default 2 s. */
+  retryPeriodMs: number;
+  /** Acquisition retries wait retryPeriod × (1 + random × jitterFactor). Default 1.2. */
+  jitterFactor: number;
+}
+
+/** DEFAULT_TIMING: lease 15 s, renew deadline 10 s, retry period 2 s, jitter 1.2. */
+export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+  jitterFactor: 1.2,
+});
+
+/** Upper bound for any duration option: one day. */
+export const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * resolveTiming fills defaults and validates: every duration positive and at most one day,
+ * leaseDuration > renewDeadline > retryPeriod × jitterFactor. Throws InvalidConfigError naming
+ * the offending value.
+ */
+export function resolveTiming(partial: Partial<Timing> = {}): Timing {
+  const t: Timing = { ...DEFAULT_TIMING };
+  for (const [k, v] of Object.entries(partial)) if (v !== undefined) (t as any)[k] = v;
+  const names: Record<keyof Timing, string> = {
+    leaseDurationMs: 'leaseDuration',
+    renewDeadlineMs: 'renewDeadline',
+    retryPeriodMs: 'retryPeriod',
+    jitterFactor: 'jitterFactor',
+  };
+  for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
+    const v = t[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+      throw new InvalidConfigError(`${names[key]}: must be a positive duration, got ${String(v)}`);
+    }
+    if (v > MAX_DURATION_MS) {
+      throw new InvalidConfigError(`${names[key]}: ${v}ms is longer than the 24h limit`);
+    }
+  }
+  if (!Number.isFinite(t.jitterFactor) || t.jitterFactor < 0 || t.jitterFactor > 10) {
+    throw new InvalidConfigError(`jitterFactor: must be between 0 and 10, got ${String(t.jitterFactor)}`);
+  }
+  if (!(t.leaseDurationMs > t.renewDeadlineMs)) {
+    throw new InvalidConfigError(
+      `leaseDuration (${t.leaseDurationMs}ms) must be greater than renewDeadline (${t.renewDeadlineMs}ms)`,
+    );
+  }
+  if (!(t.renewDeadlineMs > t.retryPeriodMs * t.jitterFactor)) {
+    throw new InvalidConfigError(
+      `renewDeadline (${t.renewDeadlineMs}ms) must be greater than retryPeriod × jitterFactor (${t.retryPeriodMs}ms × ${t.jitterFactor})`,
+    );
+  }
+  return t;
+}
+
+const LOCK_NAME = /^[A-Za-z0-9][A-Za-z0-9._:\/-]*$/;
+
+/** validateLockName checks a lock name: 1–200 characters of [A-Za-z0-9._:/-], not starting with punctuation. */
+export function validateLockName(name: unknown, what = 'lock'): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidConfigError(`${what}: a lock name is required and must not be empty`);
+  }
+  if (name.length > MAX_LOCK_NAME_LENGTH) {
+    throw new InvalidConfigError(`${what}: name is ${name.length} characters; the limit is ${MAX_LOCK_NAME_LENGTH}`);
+  }
+  if (!LOCK_NAME.test(name)) {
+    throw new InvalidConfigError(
+      `${what}: "${name}" may contain only letters, digits and . _ : / - and must start with a letter or digit`,
+    );
+  }
+  return name;
+}
+
+/** validateIdentity checks a candidate identity: 1–200 printable characters without spaces. */
+export function validateIdentity(identity: unknown): string {
+  if (typeof identity !== 'string' || identity.length === 0 || identity.length > 200 || !/^[\x21-\x7e]+$/.test(identity)) {
+    throw new InvalidConfigError(`identity: "${String(identity)}" must be 1–200 printable characters without spaces`);
+  }
+  return identity;
+}

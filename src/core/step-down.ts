@@ -1,0 +1,58 @@
+import { realClock, sleep, type Clock } from './clock.js';
+import { LeaseLostError } from './errors.js';
+import type { LeaseRecord, LeaseStore } from './store.js';
+
+export type StepDownOutcome =
+  | { readonly outcome: 'released'; readonly record: LeaseRecord | null }
+  | { readonly outcome: 'not-holder'; readonly record: LeaseRecord | null };
+
+/**
+ * requestStepDown asks the holder of `lock` (or only `identity`, if given) to step down by
+ * setting the step-down flag in its record; the holder stops its work first, then releases.
+ * It never frees a lease itself: a holder that may still act is never overridden. Resolves once
+ * the lease has changed hands or is free; rejects with LeaseLostError after `timeoutMs`.
+ */
+export async function requestStepDown(
+  store: LeaseStore,
+  lock: string,
+  options: { identity?: string; timeoutMs?: number; clock?: Clock; pollMs?: number } = {},
+): Promise<StepDownOutcome> {
+  const clock = options.clock ?? realClock;
+  const deadline = clock.monotonicMs() + (options.timeoutMs ?? 30_000);
+  let record = await store.read(lock);
+  if (!record || record.holder === null || (options.identity && record.holder !== options.identity)) {
+    return { outcome: 'not-holder', record };
+  }
+  const target = { holder: record.holder, term: record.term };
+  // 1. Set the flag with a compare-and-set that keeps holder and term.
+  while (!record.stepDownRequested) {
+    const result = await store.write(lock, record.revision, {
+      holder: record.holder,
+      newTerm: false,
+      leaseDurationMs: record.leaseDurationMs,
+      acquiredAt: record.acquiredAt,
+      renewedAt: record.renewedAt,
+      transitions: record.transitions,
+      stepDownRequested: true,
+      metadata: record.metadata,
+    });
+    if (result.ok) break;
+    const current = result.current !== undefined ? result.current : await store.read(lock);
+    if (!current || current.holder !== target.holder || current.term !== target.term) {
+      return { outcome: 'released', record: current };
+    }
+    record = current;
+  }
+  // 2. Wait until the holder has let go (or the lease moved on).
+  const pollMs = options.pollMs ?? 50;
+  for (;;) {
+    const current = await store.read(lock);
+    if (!current || current.holder !== target.holder || current.term !== target.term) {
+      return { outcome: 'released', record: current };
+    }
+    if (clock.monotonicMs() >= deadline) {
+      throw new LeaseLostError(`release: "${lock}" is still held by ${target.holder} (term ${target.term}) after the timeout`);
+    }
+    await sleep(clock, pollMs);
+  }
+}

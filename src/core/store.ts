@@ -1,0 +1,140 @@
+/**
+ * The store contract: the few atomic operations baton needs from a coordination store.
+ *
+ * A store is dumb and atomic; the elector (core/elector.ts) owns every policy decision —
+ * when a lease counts as expired, when to renew, when to step down. A store only reads a
+ * record, writes it conditionally, and (optionally) tells watchers that it changed.
+ *
+ * ## Atomicity
+ * - `write(lock, expected, next)` is one atomic compare-and-set. With `expected === null` it is
+ *   create-if-absent: it succeeds only if no record exists for `lock`. Otherwise it succeeds only
+ *   if the current record's `revision` equals `expected`. Nothing else may happen in between.
+ * - `renewMany` (optional) is a batch of such writes sent in one round trip; each item succeeds
+ *   or fails on its own, atomically.
+ *
+ * ## Lost races are values, failures are errors
+ * - A write whose condition does not hold resolves to `{ ok: false, current }` — never throws.
+ *   `current` is the record as the store saw it when it refused (null if absent), or
+ *   `undefined` when the store cannot tell cheaply.
+ * - A store that cannot be reached, times out, or answers with an error throws
+ *   `StoreUnavailableError` (core/errors.ts). SDK errors never leak out of a store's folder.
+ *
+ * ## The fencing token (`term`)
+ * - When a write has `next.newTerm === true` (an acquisition), the store assigns
+ *   `term = (highest term ever assigned for this lock) + 1` inside the same atomic step.
+ *   Otherwise the term is kept as it is.
+ * - Terms are strictly increasing per lock and never reused: not after a release, not after the
+ *   record is deleted or expires, not after the store restarts. Stores whose records can vanish
+ *   (server-side expiry) keep the counter somewhere that does not.
+ *
+ * ## Time
+ * - Stores never decide expiry from wall clocks written by clients. `acquiredAt`/`renewedAt`
+ *   are informational. The elector decides expiry from its own monotonic observations, unless
+ *   the store declares `serverExpiry`: then the record vanishes on the server's own timer once
+ *   `leaseDurationMs` passes without a renewal, and the elector never takes over a live record.
+ */
+
+/** HolderMetadata describes the process holding a lease (informational). */
+export interface HolderMetadata {
+  hostname?: string;
+  pid?: number;
+  version?: string;
+  [key: string]: unknown;
+}
+
+/** LeaseRecord is one lock's current state, as stored. */
+export interface LeaseRecord {
+  /** The lock's name. */
+  readonly lock: string;
+  /** Identity of the current holder, or null when the lease is free (released). */
+  readonly holder: string | null;
+  /** Fencing token: strictly increasing per lock, assigned by the store on acquisition. */
+  readonly term: number;
+  /** The lease duration the holder promised to renew within. */
+  readonly leaseDurationMs: number;
+  /** Holder's wall-clock time of acquisition, ms since epoch (informational). */
+  readonly acquiredAt: number;
+  /** Holder's wall-clock time of the last renewal, ms since epoch (informational). */
+  readonly renewedAt: number;
+  /** Number of times the lease changed holder. */
+  readonly transitions: number;
+  /** Set when someone asked the holder to step down; the holder stops its work, then releases. */
+  readonly stepDownRequested: boolean;
+  /** Information about the holder process. */
+  readonly metadata: HolderMetadata;
+  /** Opaque value that changes on every successful write; the compare-and-set key. */
+  readonly revision: string;
+}
+
+/** LeaseWrite is what the elector asks a store to write. */
+export interface LeaseWrite {
+  holder: string | null;
+  /** True for an acquisition: the store assigns a new, higher term. */
+  newTerm: boolean;
+  leaseDurationMs: number;
+  acquiredAt: number;
+  renewedAt: number;
+  transitions: number;
+  stepDownRequested: boolean;
+  metadata: HolderMetadata;
+}
+
+/** WriteResult is the outcome of a conditional write. */
+export type WriteResult =
+  | { readonly ok: true; readonly record: LeaseRecord }
+  | { readonly ok: false; readonly current?: LeaseRecord | null };
+
+/** RenewRequest is one item of a batch renewal. */
+export interface RenewRequest {
+  lock: string;
+  expected: string;
+  next: LeaseWrite;
+}
+
+/** Capabilities a store declares; the elector and the conformance suite adapt to them. */
+export interface StoreCapabilities {
+  /** `watch` delivers changes (standbys wait instead of polling). */
+  readonly notify: boolean;
+  /** `renewMany` renews many leases in one round trip. */
+  readonly batchRenew: boolean;
+  /** `list` enumerates locks. */
+  readonly list: boolean;
+  /** Records vanish on the server's own timer after `leaseDurationMs` without renewal. */
+  readonly serverExpiry: boolean;
+  /** Lease durations are rounded up to this many ms by the server (e.g. 1000 for etcd). */
+  readonly leaseGranularityMs?: number;
+}
+
+/**
+ * WatchListener is told that a lock's record may have changed. `record` is the new record
+ * when the store knows it cheaply (null if the record is gone), `undefined` when the listener
+ * should read it. Listeners may be called spuriously; they must not throw.
+ */
+export type WatchListener = (record: LeaseRecord | null | undefined) => void;
+
+/** LeaseStore is the contract above. */
+export interface LeaseStore {
+  /** Short name of the kind of store, e.g. "sqlite". */
+  readonly kind: string;
+  readonly capabilities: StoreCapabilities;
+  /** Reads the record for `lock`, or null if there is none. */
+  read(lock: string): Promise<LeaseRecord | null>;
+  /** Atomic compare-and-set (create-if-absent when `expected` is null). */
+  write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult>;
+  /** Batch renewal in one round trip; present when `capabilities.batchRenew`. */
+  renewMany?(requests: readonly RenewRequest[]): Promise<WriteResult[]>;
+  /** Watches one lock; present when `capabilities.notify`. Returns an unsubscribe function. */
+  watch?(lock: string, listener: WatchListener): () => void;
+  /** Lists all records; present when `capabilities.list`. */
+  list?(): Promise<LeaseRecord[]>;
+  /** Releases connections and watchers. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** MAX_LOCK_NAME_LENGTH bounds lock names so every store can key on them. */
+export const MAX_LOCK_NAME_LENGTH = 200;
+
+/** isLive tells whether a record names a holder (it may still be expired by observation). */
+export function isHeld(record: LeaseRecord | null | undefined): record is LeaseRecord & { holder: string } {
+  return !!record && record.holder !== null;
+}

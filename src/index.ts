@@ -1,0 +1,40 @@
+/**
+ * baton — leader election and singleton work over the coordination stores you already run.
+ */
+export { LeaderElector } from './core/elector.js';
+export type {
+  LeaderElectorOptions,
+  ElectedEvent,
+  StoppedEvent,
+  LeaderEvent,
+  RenewedEvent,
+  StopReason,
+  ElectorEvents,
+} from './core/elector.js';
+export { DEFAULT_TIMING, resolveTiming, validateLockName, validateIdentity, type Timing } from './core/options.js';
+export { openStore, parseStoreUrl, defaultStoreUrl, defaultStorePath, redactUrl, registerStoreScheme } from './core/store-url.js';
+export type { StoreModule, StoreOpenOptions } from './core/store-url.js';
+export type {
+  LeaseStore,
+  LeaseRecord,
+  LeaseWrite,
+  WriteResult,
+  RenewRequest,
+  StoreCapabilities,
+  WatchListener,
+  HolderMetadata,
+} from './core/store.js';
+export { isHeld } from './core/store.js';
+export { realClock, sleep, type Clock } from './core/clock.js';
+export { requestStepDown, type StepDownOutcome } from './core/step-down.js';
+export { parseDuration, formatDuration } from './core/duration.js';
+export { defaultIdentity, BATON_VERSION } from './core/identity.js';
+export {
+  BatonError,
+  InvalidConfigError,
+  UsageError,
+  StoreUnavailableError,
+  LeaseLostError,
+  StoreClosedError,
+  ExitCode,
+} from './core/errors.js';

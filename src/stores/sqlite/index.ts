@@ -1,0 +1,274 @@
+/**
+ * sqlite:PATH — the embedded default store, shared by every process on one host.
+ *
+ * Schema (created idempotently on open):
+ *
+ *   CREATE TABLE baton_leases (
+ *     lock TEXT PRIMARY KEY, holder TEXT, term INTEGER NOT NULL, lease_ms INTEGER NOT NULL,
+ *     acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, transitions INTEGER NOT NULL,
+ *     step_down INTEGER NOT NULL, metadata TEXT NOT NULL, revision INTEGER NOT NULL);
+ *   CREATE TABLE baton_counters (lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
+ *
+ * The fencing token comes from `baton_counters.term`, bumped in the same IMMEDIATE transaction
+ * as the acquiring write; that row is never deleted, so a term is never reused even if a lease
+ * row is. Revisions come from the same counter row for the same reason. The database runs in
+ * WAL mode with synchronous=FULL: a committed term survives power loss.
+ *
+ * Notification: processes learn of each other's commits through `PRAGMA data_version`,
+ * checked when the database's directory changes (inotify through fs.watch) and on a short
+ * poll as a safety net; writes from this process are delivered directly.
+ *
+ * better-sqlite3 is synchronous: every statement here is a few microseconds, and the busy
+ * timeout (1 s) bounds how long a write waits for another process's transaction.
+ */
+import { mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { createRequire } from 'node:module';
+import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
+import type {
+  LeaseRecord,
+  LeaseStore,
+  LeaseWrite,
+  RenewRequest,
+  StoreCapabilities,
+  WatchListener,
+  WriteResult,
+} from '../../core/store.js';
+import type { Database as DB, Statement } from 'better-sqlite3';
+
+const require = createRequire(import.meta.url);
+
+export interface SqliteStoreOptions {
+  /** Safety-net poll for other processes' commits, in ms. Default 100. */
+  pollIntervalMs?: number;
+  /** How long a write waits for another process's lock, in ms. Default 1000. */
+  busyTimeoutMs?: number;
+}
+
+interface Row {
+  lock: string;
+  holder: string | null;
+  term: number;
+  lease_ms: number;
+  acquired_at: number;
+  renewed_at: number;
+  transitions: number;
+  step_down: number;
+  metadata: string;
+  revision: number;
+}
+
+/** SqliteStore keeps leases in one SQLite file (see the header comment for the schema). */
+export class SqliteStore implements LeaseStore {
+  readonly kind = 'sqlite';
+  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false });
+  readonly path: string;
+  private readonly db: DB;
+  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'dataVersion', Statement>;
+  private readonly writeTx: (lock: string, expected: string | null, next: LeaseWrite) => WriteResult;
+  private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision: string | null }>();
+  private dirWatcher?: FSWatcher;
+  private pollTimer?: NodeJS.Timeout;
+  private dataVersion = -1;
+  private closed = false;
+  private readonly pollIntervalMs: number;
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    this.path = path;
+    this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    let Database: typeof import('better-sqlite3');
+    try {
+      Database = require('better-sqlite3');
+    } catch (err) {
+      throw new InvalidConfigError(`sqlite: the better-sqlite3 package is not installed (npm install better-sqlite3): ${errorMessage(err)}`);
+    }
+    try {
+      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000 });
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS baton_leases (
+          lock TEXT PRIMARY KEY, holder TEXT, term INTEGER NOT NULL, lease_ms INTEGER NOT NULL,
+          acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, transitions INTEGER NOT NULL,
+          step_down INTEGER NOT NULL, metadata TEXT NOT NULL, revision INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS baton_counters (
+          lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);`);
+    } catch (err) {
+      throw new InvalidConfigError(`sqlite: cannot use "${path}": ${errorMessage(err)}`);
+    }
+    this.stmt = {
+      get: this.db.prepare('SELECT * FROM baton_leases WHERE lock = ?'),
+      counter: this.db.prepare('SELECT term, revision FROM baton_counters WHERE lock = ?'),
+      bumpCounter: this.db.prepare(
+        `INSERT INTO baton_counters (lock, term, revision) VALUES (?, ?, ?)
+         ON CONFLICT(lock) DO UPDATE SET term = excluded.term, revision = excluded.revision`,
+      ),
+      upsert: this.db.prepare(
+        `INSERT INTO baton_leases (lock, holder, term, lease_ms, acquired_at, renewed_at, transitions, step_down, metadata, revision)
+         VALUES (@lock, @holder, @term, @lease_ms, @acquired_at, @renewed_at, @transitions, @step_down, @metadata, @revision)
+         ON CONFLICT(lock) DO UPDATE SET holder = excluded.holder, term = excluded.term, lease_ms = excluded.lease_ms,
+           acquired_at = excluded.acquired_at, renewed_at = excluded.renewed_at, transitions = excluded.transitions,
+           step_down = excluded.step_down, metadata = excluded.metadata, revision = excluded.revision`,
+      ),
+      list: this.db.prepare('SELECT * FROM baton_leases ORDER BY lock'),
+      dataVersion: this.db.prepare('PRAGMA data_version').pluck(),
+    };
+    // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
+    const tx = (lock: string, expected: string | null, next: LeaseWrite): WriteResult => {
+      const row = this.stmt.get.get(lock) as Row | undefined;
+      const current = row ? toRecord(row) : null;
+      if (expected === null ? current !== null : current?.revision !== expected) return { ok: false, current };
+      const counter = (this.stmt.counter.get(lock) as { term: number; revision: number } | undefined) ?? { term: 0, revision: 0 };
+      const term = next.newTerm ? counter.term + 1 : (current?.term ?? counter.term);
+      const revision = counter.revision + 1;
+      this.stmt.bumpCounter.run(lock, Math.max(term, counter.term), revision);
+      const newRow: Row = {
+        lock,
+        holder: next.holder,
+        term,
+        lease_ms: next.leaseDurationMs,
+        acquired_at: Math.round(next.acquiredAt),
+        renewed_at: Math.round(next.renewedAt),
+        transitions: next.transitions,
+        step_down: next.stepDownRequested ? 1 : 0,
+        metadata: JSON.stringify(next.metadata ?? {}),
+        revision,
+      };
+      this.stmt.upsert.run(newRow);
+      return { ok: true, record: toRecord(newRow) };
+    };
+    const single = this.db.transaction(tx);
+    this.writeTx = (lock, expected, next) => single.immediate(lock, expected, next);
+    this.renewTx = this.db.transaction((reqs: readonly RenewRequest[]) => reqs.map((r) => tx(r.lock, r.expected, r.next)));
+  }
+
+  private readonly renewTx: { immediate(reqs: readonly RenewRequest[]): WriteResult[] };
+
+  async read(lock: string): Promise<LeaseRecord | null> {
+    return this.run(() => {
+      const row = this.stmt.get.get(lock) as Row | undefined;
+      return row ? toRecord(row) : null;
+    });
+  }
+
+  async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    const result = this.run(() => this.writeTx(lock, expected, next));
+    if (result.ok) this.deliver(lock, result.record);
+    return result;
+  }
+
+  async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
+    const results = this.run(() => this.renewTx.immediate(requests));
+    results.forEach((r, i) => r.ok && this.deliver(requests[i]!.lock, r.record));
+    return results;
+  }
+
+  async list(): Promise<LeaseRecord[]> {
+    return this.run(() => (this.stmt.list.all() as Row[]).map(toRecord));
+  }
+
+  watch(lock: string, listener: WatchListener): () => void {
+    if (this.closed) throw new StoreClosedError('sqlite');
+    let w = this.watchers.get(lock);
+    if (!w) {
+      const row = this.stmt.get.get(lock) as Row | undefined;
+      this.watchers.set(lock, (w = { listeners: new Set(), lastRevision: row ? String(row.revision) : null }));
+    }
+    w.listeners.add(listener);
+    this.startWatching();
+    return () => {
+      w!.listeners.delete(listener);
+      if (w!.listeners.size === 0) this.watchers.delete(lock);
+      if (this.watchers.size === 0) this.stopWatching();
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopWatching();
+    this.watchers.clear();
+    this.db.close();
+  }
+
+  private run<T>(fn: () => T): T {
+    if (this.closed) throw new StoreClosedError('sqlite');
+    try {
+      return fn();
+    } catch (err) {
+      throw new StoreUnavailableError(`sqlite: ${this.path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  private deliver(lock: string, record: LeaseRecord | null): void {
+    const w = this.watchers.get(lock);
+    if (!w) return;
+    w.lastRevision = record?.revision ?? null;
+    for (const l of [...w.listeners]) queueMicrotask(() => l(record));
+  }
+
+  private startWatching(): void {
+    if (this.pollTimer || this.closed) return;
+    this.dataVersion = this.stmt.dataVersion.get() as number;
+    const check = () => this.checkForeignCommits();
+    this.pollTimer = setInterval(check, this.pollIntervalMs);
+    this.pollTimer.unref();
+    if (this.path !== ':memory:') {
+      try {
+        const base = basename(this.path);
+        this.dirWatcher = watch(dirname(this.path), { persistent: false }, (_event, name) => {
+          if (!name || String(name).startsWith(base)) check();
+        });
+        this.dirWatcher.on('error', () => this.dirWatcher?.close());
+      } catch {
+        // No inotify (e.g. some network filesystems): the poll alone still works.
+      }
+    }
+  }
+
+  private stopWatching(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    this.dirWatcher?.close();
+    this.dirWatcher = undefined;
+  }
+
+  /** Another process committed? Re-read the watched locks and tell listeners what changed. */
+  private checkForeignCommits(): void {
+    if (this.closed) return;
+    try {
+      const version = this.stmt.dataVersion.get() as number;
+      if (version === this.dataVersion) return;
+      this.dataVersion = version;
+      for (const [lock, w] of this.watchers) {
+        const row = this.stmt.get.get(lock) as Row | undefined;
+        const revision = row ? String(row.revision) : null;
+        if (revision !== w.lastRevision) this.deliver(lock, row ? toRecord(row) : null);
+      }
+    } catch {
+      // A busy or locked database: the next check will see the change.
+    }
+  }
+}
+
+function toRecord(row: Row): LeaseRecord {
+  let metadata = {};
+  try {
+    metadata = JSON.parse(row.metadata);
+  } catch {
+    // A hand-edited row: keep going without metadata.
+  }
+  return Object.freeze({
+    lock: row.lock,
+    holder: row.holder,
+    term: Number(row.term),
+    leaseDurationMs: Number(row.lease_ms),
+    acquiredAt: Number(row.acquired_at),
+    renewedAt: Number(row.renewed_at),
+    transitions: Number(row.transitions),
+    stepDownRequested: row.step_down === 1,
+    metadata,
+    revision: String(row.revision),
+  });
+}

@@ -1,0 +1,161 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaderElector, type ElectedEvent } from '../../core/elector.js';
+import type { LeaseStore } from '../../core/store.js';
+import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+
+/** Short timings scaled from the store's shortest supported lease. */
+function timing(minLeaseMs: number) {
+  const lease = Math.max(600, minLeaseMs);
+  return { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(lease / 8) };
+}
+
+/** Expiry, release-and-notify, fencing monotonicity and the concurrency fuzz test, with real electors. */
+export function electionTests(o: ConformanceOptions, caps: { notify: boolean; serverExpiry: boolean }): void {
+  const t = timing(o.minLeaseMs ?? 600);
+  const electors: LeaderElector[] = [];
+  const handles = new Handles(o.makeStore);
+  const elector = (store: LeaseStore, lock: string, identity: string, extra: object = {}) => {
+    const e = new LeaderElector({ store, lock, identity, ...t, ...extra });
+    e.on('storeError', () => {});
+    electors.push(e);
+    return e;
+  };
+
+  describe(`${o.name}: expiry and handover`, () => {
+    after(async () => {
+      await Promise.all(electors.splice(0).map((e) => e.stop().catch(() => {})));
+      await handles.closeAll();
+    });
+
+    it('a crashed holder is replaced after its lease, never before', async () => {
+      const lock = uniqueLock('expiry');
+      const [sa, sb] = [await handles.get(), await handles.get()];
+      const a = elector(sa, lock, 'alice', { releaseOnStop: false });
+      a.start();
+      const won = await a.elected();
+      // Simulate a crash: stop without releasing, so the record stays until it expires.
+      const crashedAt = Date.now();
+      await a.stop();
+      assert.equal(won.signal.aborted, true);
+      const b = elector(sb, lock, 'bob');
+      b.start();
+      const next = await withTimeout(b.elected(), t.leaseDurationMs * 4 + 3000, 'bob elected after expiry');
+      const waited = Date.now() - crashedAt;
+      assert.ok(waited >= t.leaseDurationMs - 50, `bob took over after ${waited}ms, before the ${t.leaseDurationMs}ms lease`);
+      assert.ok(next.term > won.term, 'the new leader has a higher term');
+    });
+
+    it('graceful stop releases; a standby takes over and its term is higher', async () => {
+      const lock = uniqueLock('handover');
+      const [sa, sb] = [await handles.get(), await handles.get()];
+      const a = elector(sa, lock, 'alice');
+      a.start();
+      const first = await a.elected();
+      const b = elector(sb, lock, 'bob');
+      b.start();
+      await waitFor(() => b.leader()?.holder === 'alice', 5000, 'bob to see alice');
+      const stoppedAt = Date.now();
+      const stopped = new Promise((r) => a.once('stopped', r));
+      await a.stop();
+      assert.deepEqual(await stopped, { term: first.term, reason: 'stopped' });
+      const second = await withTimeout(b.elected(), t.leaseDurationMs * 3, 'bob elected after release');
+      const handover = Date.now() - stoppedAt;
+      assert.ok(second.term > first.term);
+      if (caps.notify) {
+        // Notified, not polled: well under one retry period.
+        assert.ok(handover < Math.max(t.retryPeriodMs, 250) + 500, `handover took ${handover}ms`);
+      }
+    });
+
+    it('the fencing token grows across release, record deletion and reopening the store', async () => {
+      const lock = uniqueLock('fencing');
+      const terms: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const s = await handles.get();
+        const cur = await s.read(lock);
+        const r = await s.write(lock, cur ? (cur.holder === null ? cur.revision : null) : null, acquireWrite(`h${i}`));
+        assert.ok(r.ok, `acquisition ${i}`);
+        terms.push(r.record.term);
+        assert.ok((await s.write(lock, r.record.revision, keepWrite(null))).ok, `release ${i}`);
+        await s.close();
+      }
+      if (o.restart) {
+        await o.restart();
+        const s = await handles.get();
+        const cur = await waitFor(async () => ({ r: await s.read(lock).catch(() => undefined) }), 20_000, 'store back');
+        const r = await s.write(lock, cur.r ? cur.r.revision : null, acquireWrite('after-restart'));
+        assert.ok(r.ok);
+        terms.push(r.record.term);
+      }
+      for (let i = 1; i < terms.length; i++) assert.ok(terms[i]! > terms[i - 1]!, `terms ${terms.join(',')} must strictly increase`);
+    });
+
+    it('stopped-leading always follows elected, with a reason, and the signal is aborted first', async () => {
+      const lock = uniqueLock('events');
+      const s = await handles.get();
+      const a = elector(s, lock, 'alice');
+      const log: string[] = [];
+      let signal: AbortSignal | undefined;
+      a.on('elected', (e) => {
+        log.push(`elected ${e.term}`);
+        signal = e.signal;
+      });
+      a.on('stopped', (e) => log.push(`stopped ${e.term} ${e.reason} aborted=${signal?.aborted}`));
+      a.start();
+      const { term } = await a.elected();
+      await a.resign();
+      await waitFor(() => log.length >= 2, 5000, 'stopped');
+      assert.deepEqual(log.slice(0, 2), [`elected ${term}`, `stopped ${term} resigned aborted=true`]);
+      await a.stop();
+    });
+
+    it('fuzz: many candidates increment a counter under the lease; the exact total is kept', async () => {
+      const lock = uniqueLock('fuzz');
+      const candidates = 5;
+      const rounds = 12;
+      const perRound = 5;
+      let counter = 0;
+      let increments = 0;
+      let active = 0;
+      let maxActive = 0;
+      let lastTerm = 0;
+      const termsSeen: number[] = [];
+      const all: LeaderElector[] = [];
+      for (let i = 0; i < candidates; i++) {
+        const e = elector(await handles.get(), lock, `cand-${i}`);
+        all.push(e);
+        e.on('elected', (ev: ElectedEvent) => {
+          void (async () => {
+            active++;
+            maxActive = Math.max(maxActive, active);
+            assert.ok(ev.term > lastTerm, `term ${ev.term} after ${lastTerm}`);
+            lastTerm = ev.term;
+            termsSeen.push(ev.term);
+            for (let k = 0; k < perRound && !ev.signal.aborted; k++) {
+              const v = counter;
+              await new Promise((r) => setTimeout(r, 1));
+              counter = v + 1;
+              increments++;
+            }
+            active--;
+            if (termsSeen.length < rounds) await e.resign();
+          })();
+        });
+      }
+      all.forEach((e) => e.start());
+      await waitFor(() => termsSeen.length >= rounds && active === 0, 60_000, `${rounds} leaderships`);
+      await Promise.all(all.map((e) => e.stop()));
+      assert.equal(maxActive, 1, 'never two leaders at once');
+      assert.equal(counter, increments, 'no lost update under the lease');
+      assert.ok(increments >= rounds * perRound - perRound, `increments ${increments}`);
+    });
+  });
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`timed out after ${ms}ms: ${what}`)), ms);
+    p.then((v) => (clearTimeout(t), resolve(v)), (e) => (clearTimeout(t), reject(e)));
+  });
+}
