@@ -15,14 +15,12 @@ export interface Clock {
 
 export type TimerHandle = { readonly __timer: unique symbol } | object;
 
-/** realClock uses performance.now() and Node timers. Timers are unref'd: they never keep a process alive. */
+/** realClock uses performance.now() and Node timers. A running elector keeps the process alive until stopped. */
 export const realClock: Clock = Object.freeze({
   monotonicMs: () => performance.now(),
   wallMs: () => Date.now(),
   setTimer(fn: () => void, ms: number): TimerHandle {
-    const t = setTimeout(fn, Math.max(0, ms));
-    t.unref?.();
-    return t as unknown as TimerHandle;
+    return setTimeout(fn, Math.max(0, ms)) as unknown as TimerHandle;
   },
   clearTimer(handle: TimerHandle): void {
     clearTimeout(handle as unknown as NodeJS.Timeout);

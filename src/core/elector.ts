@@ -201,6 +201,22 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return this.leadership?.controller.signal;
   }
 
+  /**
+   * leadershipWindow describes the current leadership on the monotonic clock: when the last
+   * successful write started, when this leader must have stopped (deadlineMs), and the earliest
+   * moment any other candidate could acquire the lease (othersMayAcquireMs).
+   */
+  leadershipWindow(): { term: number; renewStartMs: number; deadlineMs: number; othersMayAcquireMs: number } | undefined {
+    const l = this.leadership;
+    if (!l) return undefined;
+    return {
+      term: l.term,
+      renewStartMs: l.renewStartMs,
+      deadlineMs: l.renewStartMs + this.timing.renewDeadlineMs,
+      othersMayAcquireMs: l.renewStartMs + this.timing.leaseDurationMs,
+    };
+  }
+
   /** leader is the last record this candidate saw: who leads, with which term. */
   leader(): LeaderEvent | null {
     const record = this.leadership?.record ?? this.observed?.record ?? null;

@@ -61,9 +61,7 @@ export function parseStoreUrl(text: string): URL {
     if (path.startsWith('//')) path = path.slice(2);
     if (path === '') throw new InvalidConfigError('store: sqlite: needs a file path, e.g. sqlite:/var/lib/baton/baton.db');
     if (path.includes('\0')) throw new InvalidConfigError('store: sqlite: the path contains a NUL byte');
-    const url = new URL('sqlite:');
-    url.pathname = path === ':memory:' ? ':memory:' : resolve(path);
-    return url;
+    return new URL(`sqlite:${path === ':memory:' ? path : encodeURI(resolve(path))}`);
   }
   try {
     return new URL(text.trim());

@@ -74,6 +74,7 @@ export class SqliteStore implements LeaseStore {
   private readonly pollIntervalMs: number;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
+    if (!path) throw new InvalidConfigError('sqlite: a database path is required');
     this.path = path;
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
     let Database: typeof import('better-sqlite3');

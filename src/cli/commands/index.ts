@@ -1,0 +1,9 @@
+import type { Command } from 'commander';
+import { register as run } from './run.js';
+import { register as isLeader } from './is-leader.js';
+import { register as status } from './status.js';
+import { register as release } from './release.js';
+import { register as demo } from './demo.js';
+
+/** COMMANDS registers every subcommand, in the order `baton --help` lists them. */
+export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo];

@@ -1,0 +1,41 @@
+import { hostname } from 'node:os';
+import { Command } from 'commander';
+import { ExitCode } from '../../core/errors.js';
+import type { LeaseRecord } from '../../core/store.js';
+import { CliExit, openCliStore, requireLock, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
+import { validateIdentity } from '../../core/options.js';
+
+/**
+ * isLive tells whether a record names a holder whose lease has not run out. It compares the
+ * holder's recorded renewal time with this host's clock, so it is advisory: exact for holders
+ * on this host, approximate across hosts. Safety never rests on it (fencing does).
+ */
+export function isLive(record: LeaseRecord | null, nowWallMs = Date.now()): record is LeaseRecord & { holder: string } {
+  return !!record && record.holder !== null && record.renewedAt + record.leaseDurationMs > nowWallMs;
+}
+
+/** register adds `baton is-leader`; other strategies (e.g. AWS) hook in through `strategies`. */
+export function register(program: Command): Command {
+  const cmd = program
+    .command('is-leader')
+    .summary('exit 0 if this host (or --identity) holds the lock, 1 if not')
+    .description(
+      'Exit 0 if ID — by default, any holder whose recorded hostname is this host\'s — holds a live\n' +
+        'lease on the lock, 1 if not, 69 if the store cannot be reached.',
+    );
+  withStoreOption(cmd);
+  withLockOption(cmd);
+  cmd.option('--identity <id>', 'the holder to check for (default: any holder on this host)').action(async (opts: CommonOptions) => {
+    const lock = requireLock(opts);
+    const identity = opts.identity !== undefined ? validateIdentity(opts.identity) : undefined;
+    const store = await openCliStore(opts);
+    try {
+      const record = await store.read(lock);
+      const mine = isLive(record) && (identity ? record.holder === identity : record.metadata.hostname === hostname());
+      throw new CliExit(mine ? ExitCode.ok : ExitCode.no);
+    } finally {
+      await store.close();
+    }
+  });
+  return cmd;
+}

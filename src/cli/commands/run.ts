@@ -1,0 +1,128 @@
+import { Command, Option } from 'commander';
+import { ExitCode, LeaseLostError } from '../../core/errors.js';
+import { parseDuration } from '../../core/duration.js';
+import type { ElectedEvent, LeaderElector, StoppedEvent } from '../../core/elector.js';
+import {
+  CliExit,
+  info,
+  makeElector,
+  openCliStore,
+  requireCommand,
+  requireLock,
+  withLockOption,
+  withStoreOption,
+  withTimingOptions,
+  type CommonOptions,
+} from '../common.js';
+import { Supervisor, type CommandExit } from '../supervisor.js';
+import { constants } from 'node:os';
+const signals = constants.signals as Record<string, number>;
+
+interface RunOptions extends CommonOptions {
+  keepRunning?: boolean;
+  timeout?: string;
+}
+
+/** register adds `baton run`. */
+export function register(program: Command): void {
+  const cmd = program
+    .command('run')
+    .summary('run a command while this instance leads')
+    .description(
+      'Campaign for the lock; when elected, run COMMAND with BATON_LOCK, BATON_IDENTITY and BATON_TERM\n' +
+        '(the fencing token) set. If leadership is lost the command is stopped (SIGTERM, then SIGKILL)\n' +
+        'before any other instance can be elected, and baton exits 75. When the command exits, the\n' +
+        'lease is released and baton exits with its code.',
+    )
+    .argument('<command...>', 'the command to run, after --');
+  withStoreOption(cmd);
+  withLockOption(cmd);
+  withTimingOptions(cmd);
+  cmd
+    .option('--keep-running', 'after the command exits or leadership is lost, campaign again and rerun it')
+    .addOption(new Option('--timeout <d>', 'give up campaigning after this long (exit 75)'))
+    .action(async (words: string[], opts: RunOptions) => {
+      const lock = requireLock(opts);
+      const argv = requireCommand(words, 'run');
+      const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout, '--timeout') : undefined;
+      const store = await openCliStore(opts);
+      const elector = makeElector(store, opts, lock);
+      try {
+        throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs }));
+      } finally {
+        await elector.stop().catch(() => {});
+        await store.close().catch(() => {});
+      }
+    });
+}
+
+/** runLoop campaigns, runs the command while leading, and returns baton's exit code. */
+async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number }): Promise<number> {
+  let interrupted: NodeJS.Signals | undefined;
+  let current: Supervisor | undefined;
+  const giveUp = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    interrupted = sig;
+    if (current) current.signal(sig);
+    else giveUp.abort(new CliExit(128 + (signals[sig] ?? 15)));
+  };
+  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => {
+    const h = () => onSignal(sig);
+    process.on(sig, h);
+    return [sig, h] as const;
+  });
+  elector.on('storeError', (err) => info(`store error: ${err.message}`));
+  try {
+    elector.start();
+    for (;;) {
+      const won = await campaign(elector, giveUp.signal, o.timeoutMs);
+      info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
+      const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(won.term) };
+      current = new Supervisor(elector, argv, env);
+      const lost = new Promise<StoppedEvent>((resolve) => {
+        const on = (e: StoppedEvent) => {
+          if (e.term === won.term) {
+            elector.off('stopped', on);
+            resolve(e);
+          }
+        };
+        elector.on('stopped', on);
+      });
+      const first = await Promise.race([current.exited.then((x) => ({ kind: 'exit' as const, x })), lost.then((e) => ({ kind: 'lost' as const, e }))]);
+      if (first.kind === 'lost') {
+        current.stop();
+        info(`leadership of "${elector.lock}" lost (${first.e.reason}); stopping ${argv[0]}`);
+        await current.exited;
+        current = undefined;
+        if (interrupted || !o.keepRunning) return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.tempFail;
+        continue;
+      }
+      current = undefined;
+      const code = exitCodeOf(first.x);
+      if (first.x.spawnError) info(`cannot run ${argv[0]}: ${first.x.spawnError}`);
+      if (interrupted || !o.keepRunning || first.x.spawnError) return code;
+      info(`${argv[0]} exited with ${code}; releasing and campaigning again`);
+      await elector.resign();
+    }
+  } finally {
+    for (const [sig, h] of handlers) process.off(sig, h);
+  }
+}
+
+async function campaign(elector: LeaderElector, giveUp: AbortSignal, timeoutMs?: number): Promise<ElectedEvent> {
+  const signals: AbortSignal[] = [giveUp];
+  if (timeoutMs !== undefined) signals.push(AbortSignal.timeout(timeoutMs));
+  try {
+    return await elector.elected({ signal: AbortSignal.any(signals) });
+  } catch (err) {
+    if (err instanceof CliExit) throw err;
+    throw new LeaseLostError(`run: not elected leader of "${elector.lock}" within the --timeout (held by ${elector.leader()?.holder ?? 'nobody'})`);
+  }
+}
+
+function exitCodeOf(x: CommandExit): number {
+  if (x.code !== null) return x.code;
+  if (x.signal) return 128 + (signals[x.signal] ?? 0);
+  return 1;
+}
+

@@ -1,0 +1,102 @@
+/**
+ * The watchdog: a small process between `baton` and the command it runs while leading.
+ *
+ * Why a separate process: the elector's deadline lives in baton's event loop, which a SIGSTOP,
+ * a long stall or a SIGKILL can freeze or end. The watchdog holds the deadline on its own, as
+ * absolute CLOCK_MONOTONIC instants (shared by every process on the host), so the command is
+ * stopped on time whatever happens to baton:
+ *
+ * - at `termAt` the command's process group gets SIGTERM, at `killAt` SIGKILL;
+ * - baton pushes both instants forward after each renewal, over the IPC channel;
+ * - if baton dies, the IPC channel closes and the group is killed at once;
+ * - if the watchdog itself is killed, the command gets SIGKILL from its parent-death signal
+ *   (setpriv --pdeathsig) when setpriv is available.
+ *
+ * argv: termAtNs killAtNs command [args...]
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+type Msg = { type: 'deadline'; termAtNs: string; killAtNs: string } | { type: 'signal'; signal: NodeJS.Signals };
+
+const [termArg, killArg, command, ...args] = process.argv.slice(2);
+let termAt = BigInt(termArg ?? '0');
+let killAt = BigInt(killArg ?? '0');
+let termTimer: NodeJS.Timeout | undefined;
+let killTimer: NodeJS.Timeout | undefined;
+let exited = false;
+
+// baton decides when the command stops; signals meant for the command arrive over IPC.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => {});
+
+const env = { ...process.env };
+delete env.NODE_CHANNEL_FD;
+delete env.NODE_CHANNEL_SERIALIZATION_MODE;
+
+const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', command!, ...args] : [command!, ...args];
+const child = spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', env, detached: true });
+const send = (m: object) => {
+  if (process.connected) process.send?.(m);
+};
+
+child.on('error', (err) => {
+  exited = true;
+  send({ type: 'error', message: err.message, code: (err as NodeJS.ErrnoException).code });
+  process.exit(127);
+});
+child.on('spawn', () => send({ type: 'started', pid: child.pid }));
+child.on('exit', (code, signal) => {
+  exited = true;
+  clearTimers();
+  send({ type: 'exit', code, signal });
+  // Leave nothing behind in the group, then go.
+  killGroup('SIGKILL');
+  setTimeout(() => process.exit(0), 20);
+});
+
+process.on('message', (m: Msg) => {
+  if (m.type === 'deadline') {
+    termAt = BigInt(m.termAtNs);
+    killAt = BigInt(m.killAtNs);
+    arm();
+  } else if (m.type === 'signal') {
+    killGroup(m.signal);
+  }
+});
+process.on('disconnect', () => {
+  // baton is gone: nobody renews the lease any more.
+  killGroup('SIGKILL');
+  setTimeout(() => process.exit(1), 20);
+});
+
+function killGroup(signal: NodeJS.Signals): void {
+  if (!child.pid) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      if (!exited) child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function clearTimers(): void {
+  if (termTimer) clearTimeout(termTimer);
+  if (killTimer) clearTimeout(killTimer);
+}
+
+function msUntil(at: bigint): number {
+  return Math.max(0, Number(at - process.hrtime.bigint()) / 1e6);
+}
+
+function arm(): void {
+  clearTimers();
+  if (exited) return;
+  termTimer = setTimeout(() => killGroup('SIGTERM'), msUntil(termAt));
+  killTimer = setTimeout(() => killGroup('SIGKILL'), msUntil(killAt));
+}
+
+arm();
