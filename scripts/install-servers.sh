@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what baton's tests, chaos runs and benchmarks need from Debian's packages.
+# Idempotent: packages already present are left alone. Needs root (or sudo).
+set -euo pipefail
+packages=(postgresql redis-server etcd-server etcd-client faketime chromium)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-servers: all present (${packages[*]})"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-servers: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

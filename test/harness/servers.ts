@@ -1,0 +1,259 @@
+/**
+ * Real servers for tests, chaos runs and benchmarks: each is started from its Debian binary on a
+ * free loopback port in a temporary directory, and can be killed, paused (SIGSTOP), resumed and
+ * restarted with its data kept. The standard-port services a machine may run are never used.
+ *
+ * A missing binary is an error that names the install line — never a silent skip.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+/** freePort asks the kernel for a free loopback port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** waitForPort resolves once something accepts TCP connections on 127.0.0.1:port. */
+export async function waitForPort(port: number, timeoutMs = 20_000, child?: ChildProcess): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before listening on ${port}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs}ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** requireBinary returns the first existing path, or throws with the apt line that installs it. */
+export function requireBinary(paths: string[], aptPackage: string): string {
+  for (const p of paths) if (existsSync(p)) return p;
+  const found = spawnSync('sh', ['-c', `command -v ${paths[0]!.split('/').pop()}`], { encoding: 'utf8' }).stdout.trim();
+  if (found) return found;
+  throw new Error(`${paths[0]} is not installed: run \`apt-get install -y ${aptPackage}\` (or scripts/install-servers.sh)`);
+}
+
+/** ManagedServer is one server process the harness owns. */
+export abstract class ManagedServer {
+  readonly dir: string;
+  port = 0;
+  protected child?: ChildProcess;
+  private paused = false;
+  log = '';
+
+  constructor(readonly name: string) {
+    this.dir = mkdtempSync(join(tmpdir(), `baton-${name}-`));
+  }
+
+  /** The command line that runs the server on this.port with its data in this.dir. */
+  protected abstract command(): { bin: string; args: string[]; uid?: number; gid?: number; env?: NodeJS.ProcessEnv };
+  /** One-time preparation of the data directory (e.g. initdb). */
+  protected async prepare(): Promise<void> {}
+  /** Resolves once the server answers. */
+  protected async ready(): Promise<void> {
+    await waitForPort(this.port, 30_000, this.child);
+  }
+
+  /** start prepares (first time) and launches the server; resolves when it is ready. */
+  async start(): Promise<this> {
+    if (this.port === 0) {
+      this.port = await freePort();
+      await this.prepare();
+    }
+    const { bin, args, uid, gid, env } = this.command();
+    this.log = '';
+    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], uid, gid, env: { ...process.env, ...env }, cwd: this.dir });
+    const keep = (b: Buffer) => {
+      this.log = (this.log + b.toString()).slice(-20_000);
+    };
+    this.child.stdout!.on('data', keep);
+    this.child.stderr!.on('data', keep);
+    this.paused = false;
+    try {
+      await this.ready();
+    } catch (err) {
+      throw new Error(`${this.name} did not start: ${(err as Error).message}\n${this.log.slice(-2000)}`);
+    }
+    return this;
+  }
+
+  /** pid of the running server process, if any. */
+  get pid(): number | undefined {
+    return this.child?.exitCode === null ? this.child.pid : undefined;
+  }
+
+  /** kill stops the server at once (SIGKILL), keeping its data. */
+  async kill(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    if (this.paused) this.resume();
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGKILL');
+    await exited;
+  }
+
+  /** pause freezes the server (SIGSTOP): connections stay open, nothing answers. */
+  pause(): void {
+    if (this.child?.pid) {
+      process.kill(this.child.pid, 'SIGSTOP');
+      this.paused = true;
+    }
+  }
+
+  /** resume thaws a paused server (SIGCONT). */
+  resume(): void {
+    if (this.child?.pid) {
+      process.kill(this.child.pid, 'SIGCONT');
+      this.paused = false;
+    }
+  }
+
+  /** restart kills the server and starts it again on the same port with the same data. */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.start();
+  }
+
+  /** stop kills the server and removes its data. */
+  async stop(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** PostgresServer: initdb + postgres (15) as the postgres user, trust auth, on loopback. */
+export class PostgresServer extends ManagedServer {
+  private readonly binDir: string;
+  private readonly uid?: number;
+  private readonly gid?: number;
+  constructor() {
+    super('postgres');
+    const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort().reverse() : [];
+    this.binDir = versions.length ? `/usr/lib/postgresql/${versions[0]}/bin` : '/usr/lib/postgresql/15/bin';
+    requireBinary([`${this.binDir}/postgres`], 'postgresql');
+    if (userInfo().uid === 0) {
+      const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
+      this.uid = id('-u');
+      this.gid = id('-g');
+      chownSync(this.dir, this.uid, this.gid);
+    }
+  }
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+  protected override async prepare(): Promise<void> {
+    const r = spawnSync(`${this.binDir}/initdb`, ['-D', join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
+      uid: this.uid,
+      gid: this.gid,
+      encoding: 'utf8',
+      cwd: this.dir,
+    });
+    if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout}`);
+  }
+  protected override command() {
+    return {
+      bin: `${this.binDir}/postgres`,
+      args: ['-D', join(this.dir, 'data'), '-p', String(this.port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_preload_libraries=pg_stat_statements'],
+      uid: this.uid,
+      gid: this.gid,
+    };
+  }
+  protected override async ready(): Promise<void> {
+    await waitForPort(this.port, 30_000, this.child);
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const r = spawnSync(`${this.binDir}/pg_isready`, ['-h', '127.0.0.1', '-p', String(this.port)], { encoding: 'utf8' });
+      if (r.status === 0) return;
+      if (Date.now() > until) throw new Error('pg_isready never succeeded');
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+}
+
+/** RedisServer: redis-server 7 with AOF fsync always (so terms survive a restart). */
+export class RedisServer extends ManagedServer {
+  constructor(private readonly extraArgs: string[] = []) {
+    super('redis');
+    requireBinary(['/usr/bin/redis-server'], 'redis-server');
+  }
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+  protected override command() {
+    return {
+      bin: requireBinary(['/usr/bin/redis-server'], 'redis-server'),
+      args: ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--notify-keyspace-events', 'Ex', ...this.extraArgs],
+    };
+  }
+}
+
+/** EtcdServer: a single-member etcd 3.4 on loopback. */
+export class EtcdServer extends ManagedServer {
+  peerPort = 0;
+  constructor() {
+    super('etcd');
+    requireBinary(['/usr/bin/etcd'], 'etcd-server');
+  }
+  get url(): string {
+    return `etcd://127.0.0.1:${this.port}`;
+  }
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  protected override async prepare(): Promise<void> {
+    this.peerPort = await freePort();
+  }
+  protected override command() {
+    const client = `http://127.0.0.1:${this.port}`;
+    const peer = `http://127.0.0.1:${this.peerPort}`;
+    return {
+      bin: requireBinary(['/usr/bin/etcd'], 'etcd-server'),
+      args: [
+        '--name', 'baton', '--data-dir', join(this.dir, 'data'),
+        '--listen-client-urls', client, '--advertise-client-urls', client,
+        '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
+        '--initial-cluster', `baton=${peer}`, '--initial-cluster-state', existsSync(join(this.dir, 'data')) ? 'existing' : 'new',
+        '--logger', 'zap', '--log-outputs', 'stderr',
+      ],
+      env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
+    };
+  }
+  protected override async ready(): Promise<void> {
+    await waitForPort(this.port, 30_000, this.child);
+    const until = Date.now() + 30_000;
+    for (;;) {
+      try {
+        const res = await fetch(`${this.endpoint}/health`);
+        if (res.ok && ((await res.json()) as { health?: string }).health === 'true') return;
+      } catch {
+        // not yet
+      }
+      if (Date.now() > until) throw new Error('etcd /health never turned true');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** writeFile helper for servers that need a config file. */
+export function writeConfig(dir: string, name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
