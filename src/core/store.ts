@@ -91,6 +91,33 @@ export interface RenewRequest {
   next: LeaseWrite;
 }
 
+/**
+ * LedgerEntry is a small durable value that never expires, kept beside the leases for job
+ * ledgers (cron slots, run-once outcomes). `version` changes on every write.
+ */
+export interface LedgerEntry {
+  readonly key: string;
+  readonly value: string;
+  readonly version: string;
+}
+
+/** LedgerPutResult: a lost race is a value, like WriteResult. */
+export type LedgerPutResult =
+  | { readonly ok: true; readonly entry: LedgerEntry }
+  | { readonly ok: false; readonly current?: LedgerEntry | null };
+
+/**
+ * Ledger is a store's durable key/value area. `put` is atomic: create-if-absent when `expected`
+ * is null, else compare-and-set on `version`. Entries survive releases, expiry and restarts.
+ * Keys are at most 512 characters; values at most 64 KiB.
+ */
+export interface Ledger {
+  get(key: string): Promise<LedgerEntry | null>;
+  put(key: string, expected: string | null, value: string): Promise<LedgerPutResult>;
+  /** Entries whose key starts with `prefix`, in key order, at most `limit` (default 1000). */
+  list(prefix: string, limit?: number): Promise<LedgerEntry[]>;
+}
+
 /** Capabilities a store declares; the elector and the conformance suite adapt to them. */
 export interface StoreCapabilities {
   /** `watch` delivers changes (standbys wait instead of polling). */
@@ -103,6 +130,8 @@ export interface StoreCapabilities {
   readonly serverExpiry: boolean;
   /** Lease durations are rounded up to this many ms by the server (e.g. 1000 for etcd). */
   readonly leaseGranularityMs?: number;
+  /** `ledger` is present: durable entries for singleton jobs. */
+  readonly ledger: boolean;
 }
 
 /**
@@ -127,6 +156,8 @@ export interface LeaseStore {
   watch?(lock: string, listener: WatchListener): () => void;
   /** Lists all records; present when `capabilities.list`. */
   list?(): Promise<LeaseRecord[]>;
+  /** Durable entries for job ledgers; present when `capabilities.ledger`. */
+  readonly ledger?: Ledger;
   /** Releases connections and watchers. Idempotent. */
   close(): Promise<void>;
 }

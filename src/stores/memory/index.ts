@@ -7,6 +7,9 @@
  */
 import { StoreClosedError } from '../../core/errors.js';
 import type {
+  Ledger,
+  LedgerEntry,
+  LedgerPutResult,
   LeaseRecord,
   LeaseStore,
   LeaseWrite,
@@ -20,7 +23,16 @@ class MemoryBackend {
   readonly records = new Map<string, LeaseRecord>();
   readonly terms = new Map<string, number>();
   readonly watchers = new Map<string, Set<WatchListener>>();
+  readonly entries = new Map<string, LedgerEntry>();
   private revision = 0;
+
+  put(key: string, expected: string | null, value: string): LedgerPutResult {
+    const current = this.entries.get(key) ?? null;
+    if (expected === null ? current !== null : current?.version !== expected) return { ok: false, current };
+    const entry = Object.freeze({ key, value, version: String(++this.revision) });
+    this.entries.set(key, entry);
+    return { ok: true, entry };
+  }
 
   write(lock: string, expected: string | null, next: LeaseWrite): WriteResult {
     const current = this.records.get(lock) ?? null;
@@ -64,8 +76,16 @@ const shared = new Map<string, MemoryBackend>();
 /** MemoryStore is a handle on a MemoryBackend; closing it does not drop the data. */
 export class MemoryStore implements LeaseStore {
   readonly kind = 'memory';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false });
+  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
   private closed = false;
+  readonly ledger: Ledger = {
+    get: async (key) => (this.check(), this.backend.entries.get(key) ?? null),
+    put: async (key, expected, value) => (this.check(), this.backend.put(key, expected, value)),
+    list: async (prefix, limit = 1000) => {
+      this.check();
+      return [...this.backend.entries.values()].filter((e) => e.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).slice(0, limit);
+    },
+  };
   private readonly unsubscribers = new Set<() => void>();
 
   /** Create a handle on the backend called `name` (process-wide), or on a private one. */

@@ -8,6 +8,7 @@
  *     acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, transitions INTEGER NOT NULL,
  *     step_down INTEGER NOT NULL, metadata TEXT NOT NULL, revision INTEGER NOT NULL);
  *   CREATE TABLE baton_counters (lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
+ *   CREATE TABLE baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);
  *
  * The fencing token comes from `baton_counters.term`, bumped in the same IMMEDIATE transaction
  * as the acquiring write; that row is never deleted, so a term is never reused even if a lease
@@ -26,6 +27,9 @@ import { basename, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type {
+  Ledger,
+  LedgerEntry,
+  LedgerPutResult,
   LeaseRecord,
   LeaseStore,
   LeaseWrite,
@@ -61,8 +65,9 @@ interface Row {
 /** SqliteStore keeps leases in one SQLite file (see the header comment for the schema). */
 export class SqliteStore implements LeaseStore {
   readonly kind = 'sqlite';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false });
+  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
   readonly path: string;
+  readonly ledger: Ledger;
   private readonly db: DB;
   private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'dataVersion', Statement>;
   private readonly writeTx: (lock: string, expected: string | null, next: LeaseWrite) => WriteResult;
@@ -94,7 +99,8 @@ export class SqliteStore implements LeaseStore {
           acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, transitions INTEGER NOT NULL,
           step_down INTEGER NOT NULL, metadata TEXT NOT NULL, revision INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS baton_counters (
-          lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);`);
+          lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);`);
     } catch (err) {
       throw new InvalidConfigError(`sqlite: cannot use "${path}": ${errorMessage(err)}`);
     }
@@ -142,6 +148,30 @@ export class SqliteStore implements LeaseStore {
     const single = this.db.transaction(tx);
     this.writeTx = (lock, expected, next) => single.immediate(lock, expected, next);
     this.renewTx = this.db.transaction((reqs: readonly RenewRequest[]) => reqs.map((r) => tx(r.lock, r.expected, r.next)));
+    this.ledger = this.makeLedger();
+  }
+
+  private makeLedger(): Ledger {
+    const get = this.db.prepare('SELECT key, value, version FROM baton_ledger WHERE key = ?');
+    const insert = this.db.prepare('INSERT INTO baton_ledger (key, value, version) VALUES (?, ?, 1) ON CONFLICT(key) DO NOTHING');
+    const update = this.db.prepare('UPDATE baton_ledger SET value = ?, version = version + 1 WHERE key = ? AND version = ?');
+    const list = this.db.prepare('SELECT key, value, version FROM baton_ledger WHERE key >= ? ORDER BY key LIMIT ?');
+    const toEntry = (r: { key: string; value: string; version: number }): LedgerEntry => Object.freeze({ key: r.key, value: r.value, version: String(r.version) });
+    const read = (key: string) => {
+      const r = get.get(key) as { key: string; value: string; version: number } | undefined;
+      return r ? toEntry(r) : null;
+    };
+    const put = this.db.transaction((key: string, expected: string | null, value: string): LedgerPutResult => {
+      const changed = expected === null ? insert.run(key, value).changes : update.run(value, key, Number(expected)).changes;
+      const current = read(key);
+      return changed === 1 && current ? { ok: true, entry: current } : { ok: false, current };
+    });
+    return {
+      get: async (key) => this.run(() => read(key)),
+      put: async (key, expected, value) => this.run(() => put.immediate(key, expected, value)),
+      list: async (prefix, limit = 1000) =>
+        this.run(() => (list.all(prefix, limit) as { key: string; value: string; version: number }[]).filter((r) => r.key.startsWith(prefix)).map(toEntry)),
+    };
   }
 
   private readonly renewTx: { immediate(reqs: readonly RenewRequest[]): WriteResult[] };
