@@ -53,8 +53,16 @@ export function resolveTimingOptions(opts: CommonOptions, defaults: Partial<Timi
   if (opts.leaseDuration !== undefined) partial.leaseDurationMs = parseDuration(opts.leaseDuration, '--lease-duration');
   if (opts.renewDeadline !== undefined) partial.renewDeadlineMs = parseDuration(opts.renewDeadline, '--renew-deadline');
   if (opts.retryPeriod !== undefined) partial.retryPeriodMs = parseDuration(opts.retryPeriod, '--retry-period');
-  return resolveTiming(partial);
+  try {
+    return resolveTiming(partial);
+  } catch (err) {
+    // The library names options as the API spells them; on the command line, name the flags.
+    if (!(err instanceof InvalidConfigError)) throw err;
+    throw new InvalidConfigError(err.message.replace(/\b(leaseDuration|renewDeadline|retryPeriod)\b/g, (name) => FLAG_OF[name]!));
+  }
 }
+
+const FLAG_OF: Record<string, string> = { leaseDuration: '--lease-duration', renewDeadline: '--renew-deadline', retryPeriod: '--retry-period' };
 
 /** resolveIdentity returns --identity (validated) or the default identity. */
 export function resolveIdentity(opts: CommonOptions): string {
