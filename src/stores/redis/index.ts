@@ -1,0 +1,294 @@
+/**
+ * redis://… and rediss://… — leases on one Redis (7+) primary, ended by the server's own timer.
+ *
+ * Keys (P is the prefix, default `baton:`; `{lock}` is a hash tag, so all of a lock's keys
+ * live in one cluster slot and one script may touch them together):
+ *
+ *   P{<lock>}:lease    hash {rev, term, holder, step, data}   PX = leaseDurationMs, exists only
+ *                      while held; `data` is JSON {leaseDurationMs, acquiredAt, renewedAt,
+ *                      transitions, metadata}. Release deletes it; so does the server on expiry.
+ *   P{<lock>}:counter  hash {term, rev}   no TTL, never deleted by baton
+ *   P{<lock>}:events   pub/sub channel: the new record as a JSON array [rev, term, holder, step,
+ *                      data] on acquisition, holder change and step-down flag; "null" on release
+ *   Pledger:<key>      hash {value, version}   no TTL (job ledgers, see ledger.ts)
+ *
+ * The fencing token is `counter.term`, bumped by HINCRBY inside the same script that writes the
+ * lease (scripts.ts, WRITE_LUA). The counter never expires and is never deleted, so a term is
+ * never reissued after a release or an expiry; revisions come from `counter.rev` for the same
+ * reason. Across a server restart the counter is exactly as durable as the server's persistence:
+ * run the primary with `appendonly yes` and `appendfsync always`, without automatic failover to
+ * an asynchronous replica (docs/stores/redis.md explains why).
+ *
+ * The server expires a lease key PX milliseconds after the write that set it, on its own clock,
+ * so `capabilities.serverExpiry` is true: electors never take over a live record. A renewal
+ * changes the revision but publishes nothing; standbys learn of expiry from keyspace events or
+ * from their own re-read at the expiry they computed (watcher.ts).
+ */
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
+import { BatonError, InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
+import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
+import { LEASE_FIELDS, decodeHash, decodeWriteReply, encodeData } from './codec.js';
+import { RedisLedger, byCodeUnit, globEscape } from './ledger.js';
+import { DEFAULT_PREFIX, DEFAULT_TIMEOUT_MS, checkPrefix, clientOptions, parseRedisUrl, reconnectDelay } from './options.js';
+import { LuaScript, WRITE_LUA, type ScriptCall } from './scripts.js';
+import { RedisWatcher, type ExpiryEvents } from './watcher.js';
+
+const require = createRequire(import.meta.url);
+const writeScript = new LuaScript(WRITE_LUA);
+
+/** RedisStoreOptions: give `url` (baton opens its own connection) or `client` (yours). */
+export interface RedisStoreOptions {
+  /** `redis[s]://[[user]:password@]host[:port][/db][?prefix=baton:&timeout=2s]`. */
+  url?: string | URL;
+  /**
+   * An ioredis client the application already has. baton never closes it, and does not
+   * change its settings; see docs/stores/redis.md for the settings that keep a dead server from
+   * stalling your own commands. Watching uses `client.duplicate()` with baton's settings.
+   */
+  client?: Redis;
+  /** Key and channel prefix; overrides the URL's `prefix`. Default `baton:`. */
+  prefix?: string;
+  /** Bound on every operation, in ms; overrides the URL's `timeout`. Default 2000. */
+  timeoutMs?: number;
+}
+
+/** RedisStore implements the store contract on Redis; see the header comment for its keys. */
+export class RedisStore implements LeaseStore {
+  readonly kind = 'redis';
+  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: true, ledger: true });
+  readonly ledger: RedisLedger;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  /** The server, with any password hidden, for messages. */
+  readonly label: string;
+  /** The last error the command connection reported (connections retry on their own). */
+  lastError?: Error;
+  private readonly client: Redis;
+  private readonly ownsClient: boolean;
+  private readonly watcher: RedisWatcher;
+  private readyPromise?: Promise<void>;
+  private closed = false;
+
+  constructor(options: RedisStoreOptions) {
+    if (!options || (!options.url && !options.client)) throw new InvalidConfigError('redis: give a url (redis://host:port) or an ioredis client');
+    let db: number;
+    let timeoutMs = options.timeoutMs;
+    let prefix = options.prefix;
+    if (options.client) {
+      this.client = options.client;
+      this.ownsClient = false;
+      const o = options.client.options ?? {};
+      db = Number(o.db ?? 0);
+      this.label = `redis://${o.host ?? 'localhost'}:${o.port ?? 6379}/${db}`;
+    } else {
+      const conn = parseRedisUrl(options.url instanceof URL ? options.url : parseUrl(String(options.url)));
+      timeoutMs ??= conn.timeoutMs;
+      prefix ??= conn.prefix;
+      db = conn.db;
+      this.label = conn.label;
+      this.client = new (loadIoredis())(clientOptions({ ...conn, timeoutMs }));
+      this.ownsClient = true;
+      // The 'error' event must always have a listener, or ioredis prints every reconnect failure.
+      this.client.on('error', (err: Error) => {
+        this.lastError = err;
+      });
+      this.client.connect().catch(() => {}); // failures surface on use; retryStrategy keeps trying
+    }
+    this.prefix = checkPrefix(prefix ?? DEFAULT_PREFIX);
+    this.timeoutMs = timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 1) throw new InvalidConfigError(`redis: timeoutMs must be a positive number, got ${this.timeoutMs}`);
+    this.ledger = new RedisLedger({ client: this.client, keyPrefix: `${this.prefix}ledger:`, run: (what, fn) => this.run(what, fn) });
+    this.watcher = new RedisWatcher({
+      connect: () =>
+        this.client.duplicate({
+          lazyConnect: false,
+          autoResubscribe: false, // the watcher re-subscribes itself, then tells its listeners
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          autoResendUnfulfilledCommands: false,
+          commandTimeout: this.timeoutMs,
+          retryStrategy: reconnectDelay,
+          connectionName: 'baton-watch',
+        }),
+      channelOf: (lock) => this.key(lock, 'events'),
+      lockOfLeaseKey: (key) => this.lockOfLeaseKey(key),
+      expiredChannel: `__keyevent@${db}__:expired`,
+      readNotifyConfig: async () => {
+        const reply = (await this.run('config', () => this.client.config('GET', 'notify-keyspace-events'))) as string[];
+        return reply[1];
+      },
+    });
+  }
+
+  /**
+   * verify connects (within the timeout) and checks the server's settings: with `maxmemory`
+   * set, `maxmemory-policy` must be `noeviction`, because an evicted lease key ends a lease early
+   * and an evicted counter reissues a fencing token. Throws StoreUnavailableError when the
+   * server cannot be reached, InvalidConfigError for an unsafe setting. Settings that cannot be
+   * read (CONFIG disabled) are not held against the server. `openStore` calls this.
+   */
+  async verify(): Promise<this> {
+    await this.run('connect', () => this.client.ping());
+    let config: string[];
+    try {
+      config = (await this.run('config', () => this.client.config('GET', 'maxmemory*'))) as string[];
+    } catch {
+      return this; // CONFIG is often renamed or forbidden on managed servers
+    }
+    const setting = new Map<string, string>();
+    for (let i = 0; i + 1 < config.length; i += 2) setting.set(String(config[i]), String(config[i + 1]));
+    const policy = setting.get('maxmemory-policy');
+    if (setting.get('maxmemory') !== '0' && policy !== undefined && policy !== 'noeviction') {
+      throw new InvalidConfigError(
+        `redis: ${this.label} may evict keys (maxmemory-policy ${policy} with maxmemory ${setting.get('maxmemory')}); ` +
+          'an evicted lease or term counter breaks fencing: set maxmemory-policy noeviction or use a dedicated server',
+      );
+    }
+    return this;
+  }
+
+  /** expiryEvents tells whether watchers hear of expiries from the server (known once watching). */
+  get expiryEvents(): ExpiryEvents {
+    return this.watcher.expiryEvents;
+  }
+
+  async read(lock: string): Promise<LeaseRecord | null> {
+    return this.run('read', async () => decodeHash(lock, await this.client.hmget(this.key(lock, 'lease'), ...LEASE_FIELDS)));
+  }
+
+  async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    const call = this.writeCall(lock, expected, next);
+    return this.run('write', async () => decodeWriteReply(lock, next, await writeScript.run(this.client, call)));
+  }
+
+  /** renewMany sends one WRITE_LUA per lease in one pipeline: one round trip, each item atomic. */
+  async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
+    if (requests.length === 0) return [];
+    const calls = requests.map((r) => this.writeCall(r.lock, r.expected, r.next));
+    return this.run('renewMany', async () => {
+      const replies = await writeScript.runMany(this.client, calls);
+      return replies.map((reply, i) => decodeWriteReply(requests[i]!.lock, requests[i]!.next, reply));
+    });
+  }
+
+  /** list SCANs for lease keys (never KEYS), then reads them in one pipeline. Held leases only. */
+  async list(): Promise<LeaseRecord[]> {
+    return this.run('list', async () => {
+      const keys = new Set<string>();
+      let cursor = '0';
+      do {
+        const [next, batch] = await this.client.scan(cursor, 'MATCH', `${globEscape(this.prefix)}{*}:lease`, 'COUNT', 1000, 'TYPE', 'hash');
+        cursor = next;
+        for (const k of batch) keys.add(k);
+      } while (cursor !== '0');
+      const locks = [...keys].map((k) => this.lockOfLeaseKey(k)).filter((l): l is string => l !== undefined).sort(byCodeUnit);
+      if (locks.length === 0) return [];
+      const pipeline = this.client.pipeline();
+      for (const lock of locks) pipeline.hmget(this.key(lock, 'lease'), ...LEASE_FIELDS);
+      const replies = (await pipeline.exec()) ?? [];
+      const records: LeaseRecord[] = [];
+      replies.forEach(([err, reply], i) => {
+        if (err) throw err;
+        const record = decodeHash(locks[i]!, reply as (string | null)[]);
+        if (record) records.push(record); // expired between SCAN and read
+      });
+      return records;
+    });
+  }
+
+  watch(lock: string, listener: WatchListener): () => void {
+    if (this.closed) throw new StoreClosedError('redis');
+    return this.watcher.watch(lock, listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.watcher.close();
+    if (this.ownsClient) this.client.disconnect();
+  }
+
+  private writeCall(lock: string, expected: string | null, next: LeaseWrite): ScriptCall {
+    const ttl = Math.ceil(next.leaseDurationMs);
+    if (next.holder !== null && !(ttl >= 1 && ttl <= 2 ** 31)) {
+      throw new InvalidConfigError(`redis: leaseDurationMs must be a positive number of milliseconds, got ${next.leaseDurationMs}`);
+    }
+    return {
+      keys: [this.key(lock, 'lease'), this.key(lock, 'counter')],
+      args: [
+        expected ?? '',
+        next.newTerm ? '1' : '0',
+        next.holder ?? '',
+        next.holder === null ? '1' : '0',
+        next.stepDownRequested ? '1' : '0',
+        next.holder === null ? 1 : ttl,
+        encodeData(next),
+        this.key(lock, 'events'),
+      ],
+    };
+  }
+
+  private key(lock: string, kind: 'lease' | 'counter' | 'events'): string {
+    return `${this.prefix}{${lock}}:${kind}`;
+  }
+
+  private lockOfLeaseKey(key: string): string | undefined {
+    const head = `${this.prefix}{`;
+    const tail = '}:lease';
+    return key.startsWith(head) && key.endsWith(tail) && key.length > head.length + tail.length ? key.slice(head.length, -tail.length) : undefined;
+  }
+
+  /**
+   * run performs one operation within the timeout: it waits (at most that long) for the
+   * connection to be ready, so nothing is ever queued for later, then translates any failure
+   * into StoreUnavailableError.
+   */
+  private async run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new StoreClosedError('redis');
+    const deadline = performance.now() + this.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs}ms`)), this.timeoutMs);
+    });
+    try {
+      if (this.client.status !== 'ready') await Promise.race([this.whenReady(), timeout]);
+      if (performance.now() >= deadline) throw new Error(`no answer within ${this.timeoutMs}ms`);
+      return await Promise.race([fn(), timeout]);
+    } catch (err) {
+      if (err instanceof BatonError) throw err;
+      throw new StoreUnavailableError(`redis: ${this.label}: ${what}: ${errorMessage(err)}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** whenReady resolves on the client's next 'ready'; one listener however many callers wait. */
+  private whenReady(): Promise<void> {
+    if (this.client.status === 'end' && !this.ownsClient) return Promise.reject(new Error('the connection is closed'));
+    if (this.client.status === 'wait') this.client.connect().catch(() => {});
+    this.readyPromise ??= new Promise<void>((resolve) => {
+      this.client.once('ready', () => {
+        this.readyPromise = undefined;
+        resolve();
+      });
+    });
+    return this.readyPromise;
+  }
+}
+
+function loadIoredis(): new (options: object) => Redis {
+  try {
+    return (require('ioredis') as { Redis: new (options: object) => Redis }).Redis;
+  } catch (err) {
+    throw new InvalidConfigError(`redis: the ioredis package is not installed (npm install ioredis): ${errorMessage(err)}`);
+  }
+}
+
+function parseUrl(text: string): URL {
+  try {
+    return new URL(text);
+  } catch {
+    throw new InvalidConfigError(`redis: "${text.replace(/:[^:@/]*@/, ':***@')}" is not a valid URL`);
+  }
+}

@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * WRITE_LUA is the one compare-and-set every lease write goes through: acquire (newTerm),
+ * renew, the step-down flag, and release (holder null). Running as a script makes the read,
+ * the comparison, the counter bumps, the write and the PUBLISH one atomic step.
+ *
+ * KEYS[1] lease hash, KEYS[2] counter hash (same hash tag, so the same cluster slot).
+ * ARGV: expected revision ('' = create-if-absent), newTerm '1'|'0', holder, free '1'|'0'
+ * (holder null: release), step '1'|'0', ttl ms, data JSON, channel.
+ * Returns {1, rev, term, holder, step, data} on success; on a lost race {0} when the lease key
+ * is absent, else {0, rev, term, holder, step, data} of the current record.
+ */
+export const WRITE_LUA = `
+local lease, counter = KEYS[1], KEYS[2]
+local expected, new_term, holder, free, step, ttl, data, channel = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local cur = redis.call('HMGET', lease, 'rev', 'term', 'holder', 'step', 'data')
+local exists = cur[1] ~= false
+if (expected == '' and exists) or (expected ~= '' and exists and cur[1] ~= expected) then
+  return {0, cur[1], cur[2] or '0', cur[3] or '', cur[4] or '0', cur[5] or '{}'}
+end
+if expected ~= '' and not exists then return {0} end
+-- Revisions come from the counter, which outlives the lease key: one is never handed out twice.
+local rev = string.format('%d', redis.call('HINCRBY', counter, 'rev', 1))
+local term
+if new_term == '1' then
+  local t = redis.call('HINCRBY', counter, 'term', 1)
+  -- Should the counter ever have been lost while a lease lived on, never go below that lease.
+  if exists and t <= tonumber(cur[2]) then
+    t = tonumber(cur[2]) + 1
+    redis.call('HSET', counter, 'term', string.format('%d', t))
+  end
+  term = string.format('%d', t)
+elseif exists then
+  term = cur[2]
+else
+  term = redis.call('HGET', counter, 'term') or '0'
+end
+if free == '1' then
+  if exists then
+    redis.call('DEL', lease)
+    redis.call('PUBLISH', channel, 'null')
+  end
+  return {1, rev, term, '', '0', data}
+end
+redis.call('HSET', lease, 'rev', rev, 'term', term, 'holder', holder, 'step', step, 'data', data)
+-- The server's own timer ends the lease. A step-down request keeps the time left: it must
+-- not lengthen a lease its holder may no longer be renewing.
+if not exists or step == '0' then redis.call('PEXPIRE', lease, ttl) end
+-- Standbys need no word of plain renewals (the server expires the key); everything else is news.
+if not exists or new_term == '1' or cur[3] ~= holder or cur[4] ~= step then
+  redis.call('PUBLISH', channel, cjson.encode({rev, term, holder, step, data}))
+end
+return {1, rev, term, holder, step, data}
+`;
+
+/**
+ * LEDGER_PUT_LUA is the ledger's compare-and-set. KEYS[1] entry hash; ARGV expected version
+ * ('' = create-if-absent), value. Returns {1, value, version} or {0[, value, version]}.
+ */
+export const LEDGER_PUT_LUA = `
+local cur = redis.call('HMGET', KEYS[1], 'value', 'version')
+if ARGV[1] == '' then
+  if cur[2] then return {0, cur[1] or '', cur[2]} end
+elseif not cur[2] then
+  return {0}
+elseif cur[2] ~= ARGV[1] then
+  return {0, cur[1] or '', cur[2]}
+end
+local version = string.format('%d', redis.call('HINCRBY', KEYS[1], 'version', 1))
+redis.call('HSET', KEYS[1], 'value', ARGV[2])
+return {1, ARGV[2], version}
+`;
+
+/** ScriptCall is one invocation of a script: its keys and arguments. */
+export interface ScriptCall {
+  keys: string[];
+  args: (string | number)[];
+}
+
+/**
+ * LuaScript runs a script by EVALSHA and falls back to EVAL when the server answers NOSCRIPT
+ * (a restarted or flushed server has an empty script cache). NOSCRIPT means the script did
+ * not run, so the retry cannot apply a write twice.
+ */
+export class LuaScript {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run(client: Redis, call: ScriptCall): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, call.keys.length, ...call.keys, ...call.args);
+    } catch (err) {
+      if (!isNoScript(err)) throw err;
+      return client.eval(this.lua, call.keys.length, ...call.keys, ...call.args);
+    }
+  }
+
+  /**
+   * runMany sends every call in one pipeline (one round trip). Each call is its own atomic
+   * script, so calls on different keys never need one cluster slot. Calls that met NOSCRIPT are
+   * sent again with EVAL in a second pipeline. Throws the first other error.
+   */
+  async runMany(client: Redis, calls: readonly ScriptCall[]): Promise<unknown[]> {
+    const results: unknown[] = new Array(calls.length);
+    let pending = calls.map((_, i) => i);
+    for (const mode of ['evalsha', 'eval'] as const) {
+      if (pending.length === 0) break;
+      const pipeline = client.pipeline();
+      for (const i of pending) {
+        const c = calls[i]!;
+        if (mode === 'evalsha') pipeline.evalsha(this.sha, c.keys.length, ...c.keys, ...c.args);
+        else pipeline.eval(this.lua, c.keys.length, ...c.keys, ...c.args);
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      const retry: number[] = [];
+      pending.forEach((index, k) => {
+        const [err, value] = replies[k] ?? [new Error('no reply in the pipeline')];
+        if (err && mode === 'evalsha' && isNoScript(err)) retry.push(index);
+        else if (err) throw err;
+        else results[index] = value;
+      });
+      pending = retry;
+    }
+    return results;
+  }
+}
+
+function isNoScript(err: unknown): boolean {
+  return err instanceof Error && err.message.includes('NOSCRIPT');
+}

@@ -1,0 +1,153 @@
+import type { Redis } from 'ioredis';
+import type { LeaseRecord, WatchListener } from '../../core/store.js';
+import { decodeMessage } from './codec.js';
+
+/** ExpiryEvents says whether the server publishes `expired` keyspace events (best effort). */
+export type ExpiryEvents = 'enabled' | 'disabled' | 'unknown';
+
+/** WatcherDeps is what RedisWatcher needs from its store. */
+export interface WatcherDeps {
+  /** Opens the subscriber connection (a `duplicate()` of the store's client). */
+  connect(): Redis;
+  /** The per-lock channel WRITE_LUA publishes on. */
+  channelOf(lock: string): string;
+  /** The lock whose lease key this is, or undefined for other keys. */
+  lockOfLeaseKey(key: string): string | undefined;
+  /** `__keyevent@<db>__:expired`. */
+  expiredChannel: string;
+  /** Reads `notify-keyspace-events` (on the command connection); undefined if not allowed. */
+  readNotifyConfig(): Promise<string | undefined>;
+}
+
+/**
+ * RedisWatcher delivers lease changes to watchers over one subscriber connection per store:
+ *
+ * - the per-lock channel carries every acquisition, holder change, step-down flag and release,
+ *   with the new record (or null), so a listener needs no read;
+ * - `__keyevent@<db>__:expired` names lease keys the server expired, reported as null. It is
+ *   subscribed unless `CONFIG GET notify-keyspace-events` shows expired events are off; without
+ *   them standbys wake at the expiry they computed themselves (the elector schedules that
+ *   re-read for stores with server expiry).
+ *
+ * After a reconnect every channel is subscribed again and then every listener is called with
+ * `undefined`: anything may have happened while we were deaf, so each re-reads its record.
+ */
+export class RedisWatcher {
+  private sub?: Redis;
+  private readonly listeners = new Map<string, Set<WatchListener>>();
+  private readonly locksByChannel = new Map<string, string>();
+  private everReady = false;
+  private closed = false;
+  private retryTimer?: NodeJS.Timeout;
+  /** What the last check of `notify-keyspace-events` found. */
+  expiryEvents: ExpiryEvents = 'unknown';
+  /** The last error the subscriber connection reported, for diagnostics. */
+  lastError?: Error;
+
+  constructor(private readonly deps: WatcherDeps) {}
+
+  watch(lock: string, listener: WatchListener): () => void {
+    let set = this.listeners.get(lock);
+    if (!set) {
+      this.listeners.set(lock, (set = new Set()));
+      const channel = this.deps.channelOf(lock);
+      this.locksByChannel.set(channel, lock);
+      const sub = this.subscriber();
+      // Not ready yet: onReady subscribes every channel once the connection is up.
+      if (sub.status === 'ready') sub.subscribe(channel).catch((err) => this.onSubscribeFailure(err));
+    }
+    set.add(listener);
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      this.unwatch(lock, listener);
+    };
+  }
+
+  /** Number of locks being watched (for tests and diagnostics). */
+  get size(): number {
+    return this.listeners.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.listeners.clear();
+    this.locksByChannel.clear();
+    const sub = this.sub;
+    this.sub = undefined;
+    sub?.disconnect();
+  }
+
+  private unwatch(lock: string, listener: WatchListener): void {
+    const set = this.listeners.get(lock);
+    if (!set) return;
+    set.delete(listener);
+    if (set.size > 0) return;
+    this.listeners.delete(lock);
+    const channel = this.deps.channelOf(lock);
+    this.locksByChannel.delete(channel);
+    if (this.sub?.status === 'ready') this.sub.unsubscribe(channel).catch(() => {});
+  }
+
+  private subscriber(): Redis {
+    if (this.sub) return this.sub;
+    const sub = this.deps.connect();
+    // The 'error' event must always have a listener: ioredis would print it otherwise.
+    sub.on('error', (err: Error) => {
+      this.lastError = err;
+    });
+    sub.on('ready', () => void this.onReady(sub));
+    sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    this.sub = sub;
+    return sub;
+  }
+
+  /** Subscribes every channel on a fresh connection; after a reconnect, tells every listener. */
+  private async onReady(sub: Redis): Promise<void> {
+    clearTimeout(this.retryTimer);
+    const reconnected = this.everReady;
+    try {
+      const flags = await this.deps.readNotifyConfig().catch(() => undefined);
+      this.expiryEvents = flags === undefined ? 'unknown' : /E/.test(flags) && /[xA]/.test(flags) ? 'enabled' : 'disabled';
+      const channels = [...this.locksByChannel.keys()];
+      if (this.expiryEvents !== 'disabled') channels.push(this.deps.expiredChannel);
+      if (this.closed || sub !== this.sub) return;
+      if (channels.length > 0) await sub.subscribe(...channels);
+    } catch (err) {
+      this.lastError = err as Error;
+      // Still connected but the subscription failed (e.g. it timed out): try again shortly.
+      if (!this.closed && sub === this.sub) this.retryTimer = setTimeout(() => sub.status === 'ready' && void this.onReady(sub), 500);
+      return;
+    }
+    this.everReady = true;
+    if (reconnected) for (const lock of [...this.listeners.keys()]) this.deliver(lock, undefined);
+  }
+
+  private onSubscribeFailure(err: unknown): void {
+    // The connection is going down; its 'ready' after the reconnect subscribes everything.
+    this.lastError = err as Error;
+  }
+
+  private onMessage(channel: string, message: string): void {
+    if (this.closed) return;
+    if (channel === this.deps.expiredChannel) {
+      const lock = this.deps.lockOfLeaseKey(message);
+      if (lock !== undefined && this.listeners.has(lock)) this.deliver(lock, null);
+      return;
+    }
+    const lock = this.locksByChannel.get(channel);
+    if (lock !== undefined) this.deliver(lock, decodeMessage(lock, message));
+  }
+
+  private deliver(lock: string, record: LeaseRecord | null | undefined): void {
+    for (const listener of [...(this.listeners.get(lock) ?? [])]) {
+      try {
+        listener(record);
+      } catch {
+        // Listeners must not throw; one that does must not silence the others.
+      }
+    }
+  }
+}
