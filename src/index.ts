@@ -38,3 +38,5 @@ export {
   StoreClosedError,
   ExitCode,
 } from './core/errors.js';
+export { instrumentElector, type InstrumentOptions, type ElectorInstrumentation } from './metrics/index.js';
+export { createLeaderServer, type LeaderServer, type LeaderServerOptions, type LeaderView, type TimelineEntry } from './server/index.js';

@@ -4,6 +4,7 @@ import { register as isLeader } from './is-leader.js';
 import { register as status } from './status.js';
 import { register as release } from './release.js';
 import { register as demo } from './demo.js';
+import { register as serve } from './serve.js';
 
 /** COMMANDS registers every subcommand, in the order `baton --help` lists them. */
-export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo];
+export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve];

@@ -1,0 +1,187 @@
+import { readFileSync, statSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
+import type { LeaderElector, StoppedEvent } from '../../core/elector.js';
+import { createLeaderServer } from '../../server/server.js';
+import { createLogger, logElectorEvents, type LogFormat, type Logger } from '../../server/log.js';
+import {
+  CliExit,
+  makeElector,
+  openCliStore,
+  requireLock,
+  storeLabel,
+  withLockOption,
+  withStoreOption,
+  withTimingOptions,
+  type CommonOptions,
+} from '../common.js';
+import { Supervisor } from '../supervisor.js';
+
+interface ServeOptions extends CommonOptions {
+  listen: string;
+  stepDownTokenFile?: string;
+  logFormat: string;
+}
+
+/** register adds `baton serve`: campaign, and answer who leads over HTTP. */
+export function register(program: Command): void {
+  const cmd = program
+    .command('serve')
+    .summary('campaign for a lock and serve /leader, /healthz, /metrics and a live dashboard')
+    .description(
+      'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators:\n' +
+        'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard),\n' +
+        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this\n' +
+        'instance leads (stopped before anyone else could lead); without one, baton just holds the\n' +
+        'lease. SIGTERM/SIGINT stop the command, release the lease, close the server and exit 0.',
+    )
+    .argument('[command...]', 'optional command to run while leading, after --');
+  withStoreOption(cmd);
+  withLockOption(cmd);
+  withTimingOptions(cmd);
+  cmd
+    .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
+    .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
+    .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human'))
+    .action(async (words: string[], opts: ServeOptions) => {
+      const lock = requireLock(opts);
+      const { host, port } = parseListen(opts.listen);
+      const log = createLogger(opts.logFormat as LogFormat);
+      const token = readStepDownToken(opts.stepDownTokenFile, log);
+      const argv = words.length > 0 ? words : undefined;
+      const store = await openCliStore(opts);
+      const elector = makeElector(store, opts, lock);
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry });
+      const label = storeLabel(opts);
+      const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log });
+      let stopLogging = () => {};
+      try {
+        const at = await server.listen(port, host).catch((err: NodeJS.ErrnoException) => {
+          throw new InvalidConfigError(`serve: cannot listen on ${opts.listen}: ${err.code ?? errorMessage(err)}`);
+        });
+        log('info', 'listening', `serving "${lock}" on ${at.url} (store ${label}; step-down ${token ? 'enabled' : 'disabled'})`, {
+          lock,
+          identity: elector.identity,
+          url: at.url,
+          store: label,
+          stepDown: !!token,
+        });
+        stopLogging = logElectorEvents(elector, log);
+        elector.start();
+        throw new CliExit(await serveUntilSignal(elector, log, argv));
+      } finally {
+        await elector.stop().catch(() => {});
+        stopLogging();
+        await server.close().catch(() => {});
+        await store.close().catch(() => {});
+      }
+    });
+}
+
+/**
+ * serveUntilSignal runs the optional command whenever this instance leads, until SIGTERM,
+ * SIGINT or SIGHUP; then it stops the command and returns 0 (127 if the command cannot start).
+ */
+async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: string[] | undefined): Promise<number> {
+  const shutdown = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (shutdown.signal.aborted) return;
+    log('info', 'shutdown', `received ${sig}: ${argv ? `stopping ${argv[0]}, ` : ''}releasing "${elector.lock}" and closing the server`, { signal: sig });
+    shutdown.abort();
+  };
+  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => [sig, () => onSignal(sig)] as const);
+  for (const [sig, h] of handlers) process.on(sig, h);
+  const stopped = new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+  try {
+    if (!argv) {
+      await stopped;
+      return 0;
+    }
+    while (!shutdown.signal.aborted) {
+      const won = await elector.elected({ signal: shutdown.signal }).catch(() => undefined);
+      if (!won) break;
+      const code = await runWhileLeading(elector, log, argv, won.term, stopped);
+      if (code !== undefined) return code;
+    }
+    return 0;
+  } finally {
+    for (const [sig, h] of handlers) process.off(sig, h);
+  }
+}
+
+/**
+ * runWhileLeading runs the command for one term under the watchdog (cli/supervisor.ts), which
+ * stops it before any other instance could lead. Returns an exit code to end serve with, or
+ * undefined to campaign again.
+ */
+async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>): Promise<number | undefined> {
+  if (elector.term !== term) return undefined; // lost again before we could start it
+  log('info', 'command-start', `starting ${argv[0]} (term ${term})`, { lock: elector.lock, term, command: argv[0] });
+  const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(term) };
+  const sup = new Supervisor(elector, argv, env);
+  let off = () => {};
+  const lost = new Promise<StoppedEvent>((resolve) => {
+    const on = (e: StoppedEvent) => e.term === term && resolve(e);
+    elector.on('stopped', on);
+    off = () => elector.off('stopped', on);
+  });
+  try {
+    const first = await Promise.race([
+      sup.exited.then((x) => ({ kind: 'exit' as const, x })),
+      lost.then((e) => ({ kind: 'lost' as const, e })),
+      stopped.then(() => ({ kind: 'shutdown' as const })),
+    ]);
+    if (first.kind === 'exit') {
+      if (first.x.spawnError) {
+        log('error', 'command-error', `cannot run ${argv[0]}: ${first.x.spawnError}`, { command: argv[0] });
+        return 127;
+      }
+      const how = first.x.code !== null ? `exited with ${first.x.code}` : `was killed by ${first.x.signal}`;
+      log('warn', 'command-exit', `${argv[0]} ${how}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: first.x.code, signal: first.x.signal });
+      await elector.resign();
+      return undefined;
+    }
+    if (first.kind === 'lost') log('warn', 'command-stop', `leadership lost (${first.e.reason}); stopping ${argv[0]}`, { reason: first.e.reason });
+    // SIGTERM now; SIGKILL no later than the last renewal allows, so no one else leads meanwhile.
+    sup.stop();
+    const x = await sup.exited;
+    log('info', 'command-stopped', `${argv[0]} stopped (${x.code !== null ? `exit ${x.code}` : x.signal})`, { command: argv[0], code: x.code, signal: x.signal });
+    return undefined;
+  } finally {
+    off();
+  }
+}
+
+/** parseListen reads HOST:PORT, :PORT, PORT or [IPv6]:PORT (default host 127.0.0.1). */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*))?:?(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || !(port >= 0 && port <= 65535)) {
+    throw new UsageError(`--listen: "${text}" is not an address; use HOST:PORT, e.g. 127.0.0.1:4040, 0.0.0.0:4040 or [::1]:4040`);
+  }
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+/** readStepDownToken reads --step-down-token-file, else BATON_STEP_DOWN_TOKEN; undefined disables /step-down. */
+function readStepDownToken(file: string | undefined, log: Logger): string | undefined {
+  let token: string | undefined;
+  let source: string;
+  if (file !== undefined) {
+    source = `--step-down-token-file ${file}`;
+    try {
+      if (statSync(file).mode & 0o077) log('warn', 'token-file-mode', `${file} is readable by other users; chmod 600 it`, { file });
+      token = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw new InvalidConfigError(`${source}: cannot read it (${(err as NodeJS.ErrnoException).code ?? errorMessage(err)})`);
+    }
+  } else {
+    source = 'BATON_STEP_DOWN_TOKEN';
+    token = process.env.BATON_STEP_DOWN_TOKEN;
+    if (token === undefined) return undefined;
+    token = token.trim();
+  }
+  if (token.length < 8 || /\s/.test(token)) throw new InvalidConfigError(`${source}: the token must be at least 8 characters without spaces`);
+  return token;
+}
