@@ -92,7 +92,11 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       if (first.kind === 'lost') {
         current.stop();
         info(`leadership of "${elector.lock}" lost (${first.e.reason}); stopping ${argv[0]}`);
+        // Not running again: stop campaigning now, or the elector may win the lease back (a new
+        // term, for nothing) while the command is still shutting down.
+        const stopping = interrupted || !o.keepRunning ? elector.stop() : undefined;
         await current.exited;
+        await stopping;
         current = undefined;
         if (interrupted || !o.keepRunning) return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.tempFail;
         continue;
