@@ -23,10 +23,12 @@ const SCHEMES: Record<string, () => Promise<StoreModule>> = {
   sqlite: () => import('../stores/sqlite/open.js'),
   redis: () => import('../stores/redis/open.js'),
   rediss: () => import('../stores/redis/open.js'),
+  postgres: () => import('../stores/postgres/open.js'),
+  postgresql: () => import('../stores/postgres/open.js'),
 };
 
 /** KNOWN_SCHEMES lists every scheme baton names, implemented or planned, for error messages. */
-const PLANNED = ['postgres', 'postgresql', 'etcd', 'k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['etcd', 'k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
 
 /** registerStoreScheme adds a scheme at run time (for stores shipped outside this package). */
 export function registerStoreScheme(scheme: string, load: () => Promise<StoreModule>): void {
