@@ -25,10 +25,11 @@ const SCHEMES: Record<string, () => Promise<StoreModule>> = {
   rediss: () => import('../stores/redis/open.js'),
   postgres: () => import('../stores/postgres/open.js'),
   postgresql: () => import('../stores/postgres/open.js'),
+  etcd: () => import('../stores/etcd/open.js'),
 };
 
 /** KNOWN_SCHEMES lists every scheme baton names, implemented or planned, for error messages. */
-const PLANNED = ['etcd', 'k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
 
 /** registerStoreScheme adds a scheme at run time (for stores shipped outside this package). */
 export function registerStoreScheme(scheme: string, load: () => Promise<StoreModule>): void {

@@ -1,0 +1,146 @@
+import type { LeaseRecord } from '../../core/store.js';
+import type { KeepAliveStream } from './keepalive.js';
+
+/**
+ * Where a candidate stands:
+ * - `queued`: its key exists (or is being created) behind another; kept alive in the background
+ *   while this handle watches the lock (an elector always does), otherwise left to expire.
+ * - `first`: its key became the lowest but its elector has not claimed it yet; no longer kept
+ *   alive in the background, so an elector that has gone away cannot hold the lock for longer
+ *   than one TTL.
+ * - `leading`: reported to its elector as acquired; its lease lives only by the elector's
+ *   renewals, so a leader that stops renewing really expires on the server.
+ */
+export type CandidateState = 'queued' | 'first' | 'leading';
+
+/** Candidate is one (lock, identity) campaigning through this store handle: one lease, one key. */
+export interface Candidate {
+  readonly lock: string;
+  readonly identity: string;
+  readonly leaseId: string;
+  readonly key: string;
+  /** TTL the server granted (it may raise small TTLs to its minimum). */
+  readonly ttlSeconds: number;
+  /** The key's create revision, '0' until the key is known to exist. */
+  createRevision: string;
+  state: CandidateState;
+  /** The record last handed to the elector while leading (renewals compare against it). */
+  record?: LeaseRecord;
+  /** Monotonic ms at which the background keepalive is next due (queued only). */
+  dueMs: number;
+}
+
+/**
+ * CandidateRegistry tracks this handle's candidates — one lease per (lock, identity), so two
+ * electors sharing a handle are two candidates — and keeps queued ones alive in the background,
+ * a third of their TTL apart, all in one pipelined keepalive batch.
+ */
+export class CandidateRegistry {
+  private readonly byLock = new Map<string, Map<string, Candidate>>();
+  private readonly byKey = new Map<string, Candidate>();
+  private readonly serials = new Map<string, Promise<unknown>>();
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly keepalive: KeepAliveStream,
+    /** Whether this handle watches `lock` (a queued key is only worth keeping then). */
+    private readonly watched: (lock: string) => boolean,
+    /** Told when a candidate's lease turned out to be gone. */
+    private readonly lost: (candidate: Candidate) => void,
+  ) {}
+
+  get(lock: string, identity: string): Candidate | undefined {
+    return this.byLock.get(lock)?.get(identity);
+  }
+
+  /** withKey finds the candidate owning an etcd key. */
+  withKey(key: string | Buffer): Candidate | undefined {
+    return this.byKey.get(key.toString());
+  }
+
+  ofLock(lock: string): Candidate[] {
+    return [...(this.byLock.get(lock)?.values() ?? [])];
+  }
+
+  all(): Candidate[] {
+    return [...this.byKey.values()];
+  }
+
+  add(candidate: Candidate): void {
+    let m = this.byLock.get(candidate.lock);
+    if (!m) this.byLock.set(candidate.lock, (m = new Map()));
+    m.set(candidate.identity, candidate);
+    this.byKey.set(candidate.key, candidate);
+    this.setState(candidate, candidate.state);
+  }
+
+  remove(candidate: Candidate): void {
+    const m = this.byLock.get(candidate.lock);
+    if (m?.get(candidate.identity) === candidate) m.delete(candidate.identity);
+    if (m?.size === 0) this.byLock.delete(candidate.lock);
+    if (this.byKey.get(candidate.key) === candidate) this.byKey.delete(candidate.key);
+  }
+
+  setState(candidate: Candidate, state: CandidateState): void {
+    candidate.state = state;
+    if (state === 'queued') {
+      candidate.dueMs = performance.now() + (candidate.ttlSeconds * 1000) / 3;
+      this.reschedule();
+    }
+  }
+
+  /** serial runs `fn` after any earlier call for the same (lock, identity) has settled. */
+  serial<T>(lock: string, identity: string, fn: () => Promise<T>): Promise<T> {
+    const id = `${lock}\u0000${identity}`;
+    const run = (this.serials.get(id) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.catch(() => {});
+    this.serials.set(id, tail);
+    void tail.then(() => this.serials.get(id) === tail && this.serials.delete(id));
+    return run;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private queuedAndWatched(): Candidate[] {
+    return this.all().filter((c) => c.state === 'queued' && this.watched(c.lock));
+  }
+
+  /** reschedule re-plans the background keepalive (e.g. when a lock becomes watched). */
+  reschedule(): void {
+    if (this.closed) return;
+    const due = this.queuedAndWatched();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (due.length === 0) return;
+    const next = Math.min(...due.map((c) => c.dueMs));
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, next - performance.now()));
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = undefined;
+    const now = performance.now();
+    const due = this.queuedAndWatched().filter((c) => c.dueMs <= now + 50);
+    try {
+      const ttls = await this.keepalive.keepAlive(due.map((c) => c.leaseId));
+      due.forEach((c, i) => {
+        if (ttls[i] === 0) {
+          this.remove(c);
+          this.lost(c);
+        } else if (c.state === 'queued') {
+          c.dueMs = performance.now() + (c.ttlSeconds * 1000) / 3;
+        }
+      });
+    } catch {
+      // The store is unreachable: try again soon; the candidate's key may expire meanwhile,
+      // and its elector will queue again.
+      for (const c of due) c.dueMs = performance.now() + 500;
+    }
+    this.reschedule();
+  }
+}

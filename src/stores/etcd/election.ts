@@ -1,0 +1,319 @@
+import type { IKeyValue, IRangeRequest } from 'etcd3';
+import type { LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
+import type { Candidate, CandidateRegistry } from './candidates.js';
+import { leaseGone, type Rpc } from './client.js';
+import type { KeepAliveStream } from './keepalive.js';
+import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
+
+/** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
+const MAX_TXN_OPS = 128;
+
+/**
+ * Election maps the store contract onto etcd's own election protocol (the one behind
+ * `etcdctl elect` and Go's `concurrency.Election`):
+ *
+ * - campaign: a candidate puts `<lock>/<lease hex>` with its lease, in a txn that creates the
+ *   key only if its create revision is 0; it leads iff its key has the lowest create revision.
+ * - the fencing token is the leader key's create revision.
+ * - renewal: one keepalive of the leader's lease plus a read of its key, sent together.
+ * - step-down flag: the leader key's value is rewritten with the same lease (create revision,
+ *   hence term, unchanged; mod revision, hence `revision`, changed).
+ * - release: the leader key is deleted in a txn guarded by its revision, then its lease revoked.
+ */
+export class Election {
+  constructor(
+    private readonly rpc: Rpc,
+    private readonly layout: KeyLayout,
+    private readonly registry: CandidateRegistry,
+    private readonly keepalive: KeepAliveStream,
+    /** Told when this handle's candidates of `lock` changed (the lock's watch re-targets). */
+    private readonly changed: (lock: string) => void,
+  ) {}
+
+  /** candidates reads the lock's candidate keys, oldest first, and the revision of the read. */
+  async candidates(lock: string): Promise<{ kvs: IKeyValue[]; revision: string }> {
+    const res = await this.rpc.call(`read "${lock}"`, (o) => this.rpc.client.kv.range(this.rangeOf(lock), o));
+    return { kvs: directCandidates(this.layout.lockPrefix(lock), res.kvs), revision: res.header.revision };
+  }
+
+  async read(lock: string): Promise<LeaseRecord | null> {
+    return this.present(lock, (await this.candidates(lock)).kvs);
+  }
+
+  /**
+   * present shows the lowest key as the lock's record — except this handle's own candidate that
+   * has reached the front of the queue but was not yet claimed: that one reads as free, so its
+   * elector campaigns (and wins at once).
+   */
+  present(lock: string, kvs: readonly IKeyValue[]): LeaseRecord | null {
+    const first = kvs[0];
+    if (!first) return null;
+    const own = this.registry.withKey(first.key);
+    if (own && own.state !== 'leading') {
+      if (own.state === 'queued') this.registry.setState(own, 'first');
+      return null;
+    }
+    return toRecord(lock, first);
+  }
+
+  /** campaign puts this candidate's key (creating it if needed) and tells whether it leads. */
+  campaign(lock: string, next: LeaseWrite): Promise<WriteResult> {
+    const identity = next.holder!;
+    return this.registry.serial(lock, identity, async () => {
+      let candidate = this.registry.get(lock, identity);
+      // A candidate already reported as leading must not be handed its term a second time.
+      if (candidate?.state === 'leading') {
+        await this.retire(candidate);
+        candidate = undefined;
+      }
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const fresh = !candidate;
+        const c = candidate ?? (await this.enlist(lock, identity, next.leaseDurationMs));
+        const result = await this.campaignOnce(c, next, fresh);
+        if (result) return result;
+        // Its lease had expired (e.g. queued while nobody watched): start over with a new one.
+        this.registry.remove(c);
+        candidate = undefined;
+      }
+      return { ok: false, current: undefined };
+    });
+  }
+
+  private async campaignOnce(c: Candidate, next: LeaseWrite, fresh: boolean): Promise<WriteResult | undefined> {
+    const key = Buffer.from(c.key);
+    const put = { request_put: { key, value: encodeValue(next, c.identity), lease: c.leaseId } };
+    const range = { request_range: this.rangeOf(c.lock) };
+    let res;
+    let ttl: number;
+    try {
+      [res, [ttl = 0]] = await Promise.all([
+        this.rpc.call(`campaign "${c.lock}"`, (o) =>
+          this.rpc.client.kv.txn(
+            {
+              // Created only if absent, as etcd's Campaign does; an existing key of ours keeps
+              // its place in the queue and gets the fresh value.
+              compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+              success: [put, range],
+              failure: [put, range],
+            },
+            o,
+          ),
+        ),
+        // An older lease is refreshed in the same round trip, so a win counts from now.
+        fresh ? Promise.resolve([c.ttlSeconds]) : this.keepalive.keepAlive([c.leaseId]),
+      ]);
+    } catch (err) {
+      if (leaseGone(err)) return undefined;
+      throw err;
+    }
+    if (ttl === 0) return undefined;
+    const kvs = directCandidates(this.layout.lockPrefix(c.lock), res.responses[1]!.response_range.kvs);
+    const mine = kvs.find((kv) => kv.key.equals(key));
+    if (!mine) return undefined;
+    c.createRevision = mine.create_revision;
+    if (kvs[0] === mine) {
+      c.state = 'leading';
+      c.record = toRecord(c.lock, mine);
+      this.changed(c.lock);
+      return { ok: true, record: c.record };
+    }
+    this.registry.setState(c, 'queued');
+    this.changed(c.lock);
+    return { ok: false, current: toRecord(c.lock, kvs[0]!) };
+  }
+
+  /** enlist grants a lease for a new candidate: TTL = leaseDurationMs rounded up to whole seconds. */
+  private async enlist(lock: string, identity: string, leaseDurationMs: number): Promise<Candidate> {
+    const ttl = Math.max(1, Math.ceil(leaseDurationMs / 1000));
+    const g = await this.rpc.call('lease grant', (o) => this.rpc.client.leaseClient.leaseGrant({ TTL: ttl }, o));
+    const c: Candidate = {
+      lock,
+      identity,
+      leaseId: String(g.ID),
+      key: this.layout.candidateKey(lock, String(g.ID)),
+      ttlSeconds: Math.max(ttl, Number(g.TTL) || ttl),
+      createRevision: '0',
+      state: 'queued',
+      dueMs: 0,
+    };
+    this.registry.add(c);
+    return c;
+  }
+
+  /** update is a write without a new term: a renewal, a changed step-down flag, or a release. */
+  async update(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    if (expected === null) return { ok: false, current: await this.read(lock) };
+    if (next.holder === null) return this.release(lock, expected);
+    const c = this.renewable(lock, expected, next);
+    if (c) return (await this.renewLeaders([{ c, renewedAt: next.renewedAt }]))[0]!;
+    return this.rewrite(lock, expected, next);
+  }
+
+  /**
+   * renewMany renews this handle's leaders in one round trip — every lease's keepalive is
+   * pipelined on one stream while one txn reads every key — and sends anything else singly.
+   */
+  async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
+    const results = new Array<WriteResult>(requests.length);
+    const fast: { i: number; c: Candidate; renewedAt: number }[] = [];
+    const slow: Promise<void>[] = [];
+    requests.forEach((r, i) => {
+      const c = this.renewable(r.lock, r.expected, r.next);
+      if (c) fast.push({ i, c, renewedAt: r.next.renewedAt });
+      else slow.push(this.update(r.lock, r.expected, r.next).then((w) => void (results[i] = w)));
+    });
+    const [renewed] = await Promise.all([this.renewLeaders(fast), ...slow]);
+    fast.forEach((f, k) => (results[f.i] = renewed[k]!));
+    return results;
+  }
+
+  /** renewable finds the leading candidate a plain renewal is about (nothing but renewedAt changes). */
+  private renewable(lock: string, expected: string, next: LeaseWrite): Candidate | undefined {
+    if (next.holder === null || next.newTerm) return undefined;
+    const c = this.registry.get(lock, next.holder);
+    const r = c?.record;
+    if (!c || c.state !== 'leading' || !r || r.revision !== expected || r.stepDownRequested !== next.stepDownRequested) return undefined;
+    return c;
+  }
+
+  private async renewLeaders(items: readonly { c: Candidate; renewedAt: number }[]): Promise<WriteResult[]> {
+    if (items.length === 0) return [];
+    const cs = items.map((item) => item.c);
+    const reads = [];
+    for (let i = 0; i < cs.length; i += MAX_TXN_OPS) {
+      const chunk = cs.slice(i, i + MAX_TXN_OPS);
+      reads.push(
+        this.rpc.call('renew', (o) =>
+          this.rpc.client.kv.txn({ success: chunk.map((c) => ({ request_range: { key: Buffer.from(c.key) } })) }, o),
+        ),
+      );
+    }
+    const [ttls, ...txns] = await Promise.all([this.keepalive.keepAlive(cs.map((c) => c.leaseId)), ...reads]);
+    const kvs = txns.flatMap((t) => t.responses.map((r) => r.response_range.kvs[0]));
+    return items.map(({ c, renewedAt }, i) => this.judgeRenewal(c, kvs[i], ttls[i]!, renewedAt));
+  }
+
+  private judgeRenewal(c: Candidate, kv: IKeyValue | undefined, ttl: number, renewedAt: number): WriteResult {
+    if (!kv || kv.create_revision !== c.createRevision || ttl === 0) {
+      // Deleted or expired: leadership is over; the elector reads who leads now.
+      this.retire(c);
+      return { ok: false, current: undefined };
+    }
+    if (revisionOf(kv) !== c.record!.revision) {
+      // Still ours, but someone rewrote it (the step-down flag): hand back what is there.
+      c.record = toRecord(c.lock, kv);
+      return { ok: false, current: c.record };
+    }
+    c.record = Object.freeze({ ...c.record!, renewedAt });
+    return { ok: true, record: c.record };
+  }
+
+  /**
+   * rewrite handles a write by a handle that does not hold the candidate (e.g. setting the
+   * step-down flag from the CLI): compare with the leader, then rewrite its value keeping its
+   * lease, or — if only renewedAt would change — keep its lease alive.
+   */
+  private async rewrite(lock: string, expected: string, next: LeaseWrite): Promise<WriteResult> {
+    const { kvs } = await this.candidates(lock);
+    const current = this.present(lock, kvs);
+    const leader = kvs[0];
+    if (!current || !leader || current.revision !== expected || current.holder !== next.holder) return { ok: false, current };
+    const local = this.registry.withKey(leader.key);
+    if (next.stepDownRequested === current.stepDownRequested) {
+      const [ttl] = await this.keepalive.keepAlive([leader.lease]);
+      if (ttl === 0) return { ok: false, current: undefined };
+      const record = Object.freeze({ ...current, renewedAt: next.renewedAt });
+      if (local) local.record = record;
+      return { ok: true, record };
+    }
+    const value = encodeValue(next, current.holder!);
+    let res;
+    try {
+      res = await this.rpc.call(`write "${lock}"`, (o) =>
+        this.rpc.client.kv.txn(
+          {
+            compare: [{ key: leader.key, target: 'Mod', result: 'Equal', mod_revision: leader.mod_revision }],
+            success: [{ request_put: { key: leader.key, value, lease: leader.lease } }],
+            failure: [{ request_range: { key: leader.key } }],
+          },
+          o,
+        ),
+      );
+    } catch (err) {
+      if (leaseGone(err)) return { ok: false, current: undefined };
+      throw err;
+    }
+    if (!res.succeeded) {
+      const kv = res.responses[0]!.response_range.kvs[0];
+      return { ok: false, current: kv && kv.create_revision === leader.create_revision ? toRecord(lock, kv) : undefined };
+    }
+    const record = toRecord(lock, { ...leader, value, mod_revision: res.header.revision });
+    if (local) local.record = record;
+    return { ok: true, record };
+  }
+
+  /** release deletes the leader key if it is still at `expected`, then revokes its lease if ours. */
+  private async release(lock: string, expected: string): Promise<WriteResult> {
+    const rev = parseRevision(expected);
+    let c = rev && this.registry.ofLock(lock).find((x) => x.createRevision === rev.create);
+    let key: Buffer;
+    if (c) {
+      key = Buffer.from(c.key);
+    } else {
+      const { kvs } = await this.candidates(lock);
+      const leader = kvs[0];
+      if (!rev || !leader || revisionOf(leader) !== expected) return { ok: false, current: this.present(lock, kvs) };
+      key = leader.key;
+      c = this.registry.withKey(key);
+    }
+    const res = await this.rpc.call(`release "${lock}"`, (o) =>
+      this.rpc.client.kv.txn(
+        {
+          compare: [
+            { key, target: 'Create', result: 'Equal', create_revision: rev!.create },
+            { key, target: 'Mod', result: 'Equal', mod_revision: rev!.mod },
+          ],
+          success: [{ request_delete_range: { key, prev_kv: true } }],
+          failure: [{ request_range: this.rangeOf(lock) }],
+        },
+        o,
+      ),
+    );
+    if (!res.succeeded) {
+      return { ok: false, current: this.present(lock, directCandidates(this.layout.lockPrefix(lock), res.responses[0]!.response_range.kvs)) };
+    }
+    if (c) this.retire(c);
+    const prev = res.responses[0]!.response_delete_range.prev_kvs[0];
+    const base = prev ? toRecord(lock, prev) : undefined;
+    const record: LeaseRecord = Object.freeze({
+      lock,
+      holder: null,
+      term: Number(rev!.create),
+      leaseDurationMs: base?.leaseDurationMs ?? 0,
+      acquiredAt: base?.acquiredAt ?? 0,
+      renewedAt: base?.renewedAt ?? 0,
+      transitions: base?.transitions ?? 0,
+      stepDownRequested: false,
+      metadata: base?.metadata ?? {},
+      revision: `${rev!.create}:${res.header.revision}`,
+    });
+    return { ok: true, record };
+  }
+
+  /** retire forgets a candidate and revokes its lease (deleting its key, if still there). */
+  retire(c: Candidate): Promise<void> {
+    this.registry.remove(c);
+    this.changed(c.lock);
+    return this.rpc
+      .call('lease revoke', (o) => this.rpc.client.leaseClient.leaseRevoke({ ID: c.leaseId }, o))
+      .then(
+        () => {},
+        () => {}, // gone already, or unreachable: the lease then expires on its own
+      );
+  }
+
+  rangeOf(lock: string): IRangeRequest {
+    const key = Buffer.from(this.layout.lockPrefix(lock));
+    return { key, range_end: prefixEnd(key), sort_order: 'Ascend', sort_target: 'Create' };
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * etcd://host:port[,host:port…] — leases as candidates in etcd's own election protocol, so a
+ * baton lock and `etcdctl elect` (or Go's `concurrency.Election`) on the same name are one
+ * election.
+ *
+ * Keys (prefix configurable, empty by default):
+ *
+ *   <prefix><lock>/<lease ID hex>   a candidate; value = JSON {baton:1, holder, leaseDurationMs,
+ *                                   acquiredAt, renewedAt, transitions, stepDownRequested,
+ *                                   metadata}; attached to the candidate's own lease
+ *   <prefix>_baton/ledger/<key>     a ledger entry (plain key, no lease)
+ *
+ * The leader is the candidate key with the lowest create revision; the fencing token (term) is
+ * that create revision. etcd's revision counter is cluster-wide, persisted, and never goes back
+ * — across deletes, expiries and restarts — and a later candidate always has a higher one, so
+ * terms strictly increase per lock and are never reused. `revision` (the compare-and-set key) is
+ * `<create revision>:<mod revision>`, which changes on every write of the key.
+ *
+ * Leases expire on the server (`serverExpiry`): TTL = leaseDurationMs rounded up to whole
+ * seconds (and raised by etcd to its minimum, 2 s with default settings). A leader's lease is
+ * refreshed only by its elector's renewals, each a keepalive sent after the renewal started, so
+ * the lease outlives the elector's renew deadline. See docs/stores/etcd.md.
+ */
+import type { Etcd3, IKeyValue } from 'etcd3';
+import { InvalidConfigError, StoreClosedError } from '../../core/errors.js';
+import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
+import { CandidateRegistry, type Candidate } from './candidates.js';
+import { Rpc, createClient } from './client.js';
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LEDGER_PREFIX, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
+import { Election } from './election.js';
+import { KeepAliveStream } from './keepalive.js';
+import { KeyLayout, prefixEnd, toRecord } from './keys.js';
+import { EtcdLedger } from './ledger.js';
+import { LockWatch } from './lock-watch.js';
+import { WatchHub } from './watch-hub.js';
+
+export { parseEtcdUrl, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
+
+/** EtcdStoreOptions: either a connection (the store builds and owns its client) or a client. */
+export type EtcdStoreOptions = EtcdLayoutOptions &
+  (
+    | { connection: EtcdConnection; client?: undefined }
+    /** An existing client (e.g. built with TLS credentials); the store never closes it. */
+    | { client: Etcd3; connection?: undefined }
+  );
+
+const MAX_TXN_OPS = 128;
+
+/** EtcdStore is a LeaseStore over etcd's election protocol (see the header comment). */
+export class EtcdStore implements LeaseStore {
+  readonly kind = 'etcd';
+  readonly capabilities: StoreCapabilities = Object.freeze({
+    notify: true,
+    batchRenew: true,
+    list: true,
+    serverExpiry: true,
+    leaseGranularityMs: 1000,
+    ledger: true,
+  });
+  readonly ledger: EtcdLedger;
+  readonly layout: KeyLayout;
+  private readonly rpc: Rpc;
+  private readonly ownsClient: boolean;
+  private readonly keepalive: KeepAliveStream;
+  private readonly registry: CandidateRegistry;
+  private readonly election: Election;
+  private readonly hub: WatchHub;
+  private readonly watches = new Map<string, LockWatch>();
+  private closed = false;
+
+  constructor(options: EtcdStoreOptions) {
+    const timeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    if (!Number.isFinite(timeout) || timeout <= 0) throw new InvalidConfigError(`etcd: callTimeoutMs must be a positive number of ms, not ${timeout}`);
+    this.ownsClient = !options.client;
+    this.rpc = new Rpc(options.client ?? createClient(options.connection!, timeout), timeout);
+    this.layout = new KeyLayout(options.prefix ?? '', options.ledgerPrefix ?? DEFAULT_LEDGER_PREFIX);
+    this.keepalive = new KeepAliveStream(this.rpc);
+    this.registry = new CandidateRegistry(
+      this.keepalive,
+      (lock) => this.watches.has(lock),
+      (c) => this.watches.get(c.lock)?.refresh(),
+    );
+    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock) => this.watches.get(lock)?.refresh());
+    this.hub = new WatchHub(this.rpc);
+    this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
+  }
+
+  async read(lock: string): Promise<LeaseRecord | null> {
+    this.guard();
+    return this.election.read(lock);
+  }
+
+  /**
+   * write: with `newTerm`, campaign (succeeds iff this candidate's key is the lowest; otherwise
+   * the key stays queued and the leader's record comes back); without, a renewal, a step-down
+   * flag change, or (holder null) a release — each compared with `expected`.
+   */
+  async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    this.guard();
+    if (next.newTerm) {
+      if (next.holder === null) throw new InvalidConfigError('etcd: an acquisition needs a holder');
+      return this.election.campaign(lock, next);
+    }
+    return this.election.update(lock, expected, next);
+  }
+
+  async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
+    this.guard();
+    return this.election.renewMany(requests);
+  }
+
+  /** watch tells `listener` when the lock's leader changes (see LockWatch for what is watched). */
+  watch(lock: string, listener: WatchListener): () => void {
+    this.guard();
+    let w = this.watches.get(lock);
+    if (!w) {
+      this.watches.set(lock, (w = new LockWatch(lock, this.layout, this.election, this.registry, this.hub)));
+      this.registry.reschedule();
+    }
+    w.add(listener);
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      const lw = this.watches.get(lock);
+      if (lw !== w) return;
+      // Its elector stopped: candidates of this lock still queued here would otherwise hold a
+      // place in the queue nobody claims. Electors still running queue again when they campaign.
+      for (const c of this.registry.ofLock(lock)) if (c.state !== 'leading') void this.election.retire(c);
+      if (w.remove(listener)) {
+        w.close();
+        this.watches.delete(lock);
+      }
+    };
+  }
+
+  /** list shows each lock's leader under the prefix (keys-only scan, then one read of the leaders). */
+  async list(): Promise<LeaseRecord[]> {
+    this.guard();
+    const start = Buffer.from(this.layout.prefix === '' ? '\0' : this.layout.prefix);
+    const end = this.layout.prefix === '' ? Buffer.from([0]) : prefixEnd(start);
+    const scan = await this.rpc.call('list', (o) => this.rpc.client.kv.range({ key: start, range_end: end, keys_only: true }, o));
+    const leaders = new Map<string, IKeyValue>();
+    for (const kv of scan.kvs) {
+      const lock = this.layout.lockOf(kv);
+      if (!lock) continue;
+      const best = leaders.get(lock);
+      if (!best || BigInt(kv.create_revision) < BigInt(best.create_revision)) leaders.set(lock, kv);
+    }
+    const entries = [...leaders];
+    const reads = [];
+    for (let i = 0; i < entries.length; i += MAX_TXN_OPS) {
+      const chunk = entries.slice(i, i + MAX_TXN_OPS);
+      reads.push(this.rpc.call('list', (o) => this.rpc.client.kv.txn({ success: chunk.map(([, kv]) => ({ request_range: { key: kv.key } })) }, o)));
+    }
+    const kvs = (await Promise.all(reads)).flatMap((t) => t.responses.map((r) => r.response_range.kvs[0]));
+    return entries.flatMap(([lock], i) => (kvs[i] ? [toRecord(lock, kvs[i]!)] : [])).sort((a, b) => a.lock.localeCompare(b.lock));
+  }
+
+  /**
+   * close stops watching, revokes the leases of candidates still queued here, and closes the
+   * client if the store built it. Leaders' leases are left to expire: a leader releases through
+   * its elector, and one that chose not to (releaseOnStop: false) keeps its lease to the end.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of this.watches.values()) w.close();
+    this.watches.clear();
+    this.hub.close();
+    this.registry.close();
+    await Promise.all(this.registry.all().filter((c: Candidate) => c.state !== 'leading').map((c) => this.election.retire(c)));
+    this.keepalive.close();
+    if (this.ownsClient) this.rpc.client.close();
+  }
+
+  private guard(): void {
+    if (this.closed) throw new StoreClosedError('etcd');
+  }
+}

@@ -1,0 +1,199 @@
+import type { IEvent, IKeyValue } from 'etcd3';
+import type { WatchListener } from '../../core/store.js';
+import type { CandidateRegistry } from './candidates.js';
+import type { Election } from './election.js';
+import { directCandidates, prefixEnd, toRecord, type KeyLayout } from './keys.js';
+import type { WatchHub } from './watch-hub.js';
+
+/** What one etcd watch of a LockWatch is for. */
+type Target =
+  /** The current leader's key: a put (step-down flag) or its deletion changes who leads. */
+  | { kind: 'leader'; key: Buffer }
+  /** The key just ahead of one of our queued candidates: only its deletion matters. */
+  | { kind: 'predecessor'; key: Buffer }
+  /** The lock is free: the first candidate key to appear. */
+  | { kind: 'creation'; key: Buffer };
+
+const MAX_BACKOFF_MS = 2000;
+
+/**
+ * LockWatch serves every `watch(lock)` listener of one store handle, following etcd's election
+ * rule that a waiter watches only its predecessor (no thundering herd):
+ *
+ * - for each of this handle's queued candidates, the key just ahead of it (the greatest create
+ *   revision below its own); when that one goes, it reads again and either finds a new
+ *   predecessor or finds its candidate at the front, and only then wakes the listeners;
+ * - with no queued candidate here, the current leader key (puts and deletion), or, when the
+ *   lock is free, the creation of the first candidate key.
+ *
+ * Every watch starts at the revision right after the read it follows, so nothing in between is
+ * missed. If a watch is lost (stream broken, server restarted) it reads and watches again with
+ * backoff, and wakes the listeners once it is back, since something may have changed.
+ */
+export class LockWatch {
+  private readonly listeners = new Set<WatchListener>();
+  private readonly cancels = new Map<string, () => void>();
+  private running = false;
+  private again = false;
+  private timer?: NodeJS.Timeout;
+  private failures = 0;
+  private missed = false;
+  private closed = false;
+
+  constructor(
+    private readonly lock: string,
+    private readonly layout: KeyLayout,
+    private readonly election: Election,
+    private readonly registry: CandidateRegistry,
+    private readonly hub: WatchHub,
+  ) {}
+
+  get size(): number {
+    return this.listeners.size;
+  }
+
+  add(listener: WatchListener): void {
+    this.listeners.add(listener);
+    if (this.listeners.size === 1) this.refresh();
+  }
+
+  /** remove drops a listener; returns true when none is left. */
+  remove(listener: WatchListener): boolean {
+    this.listeners.delete(listener);
+    return this.listeners.size === 0;
+  }
+
+  /** refresh re-reads the lock and re-targets the watches (coalesced; after `delayMs`). */
+  refresh(delayMs = 0): void {
+    if (this.closed) return;
+    if (delayMs > 0) {
+      if (!this.timer) {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.refresh();
+        }, delayMs);
+        this.timer.unref();
+      }
+      return;
+    }
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.retarget().finally(() => {
+      this.running = false;
+      if (this.again) {
+        this.again = false;
+        this.refresh();
+      }
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.listeners.clear();
+    if (this.timer) clearTimeout(this.timer);
+    for (const cancel of this.cancels.values()) cancel();
+    this.cancels.clear();
+  }
+
+  private async retarget(): Promise<void> {
+    let kvs: IKeyValue[];
+    let revision: string;
+    try {
+      ({ kvs, revision } = await this.election.candidates(this.lock));
+    } catch {
+      this.missed = true;
+      this.failures++;
+      return this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
+    }
+    if (this.closed) return;
+    this.failures = 0;
+    let wake = this.missed;
+    this.missed = false;
+    const targets = new Map<string, Target>();
+    const add = (t: Target) => targets.set(`${t.kind}:${t.key.toString('hex')}`, t);
+    let queued = false;
+    for (const c of this.registry.ofLock(this.lock)) {
+      if (c.state === 'leading') continue;
+      const i = kvs.findIndex((kv) => kv.key.toString() === c.key);
+      if (i < 0) continue; // not created yet, or already gone
+      queued = true;
+      if (i > 0) {
+        add({ kind: 'predecessor', key: kvs[i - 1]!.key });
+        continue;
+      }
+      add({ kind: 'leader', key: kvs[0]!.key });
+      if (c.state === 'queued') {
+        // At the front: its elector must hear of it to claim the lock.
+        this.registry.setState(c, 'first');
+        wake = true;
+      }
+    }
+    if (!queued) add(kvs[0] ? { kind: 'leader', key: kvs[0].key } : { kind: 'creation', key: Buffer.from(this.layout.lockPrefix(this.lock)) });
+    for (const [id, cancel] of this.cancels) {
+      if (!targets.has(id)) {
+        cancel();
+        this.cancels.delete(id);
+      }
+    }
+    const start = String(BigInt(revision) + 1n);
+    for (const [id, target] of targets) {
+      if (!this.cancels.has(id)) this.cancels.set(id, this.start(id, target, start));
+    }
+    if (wake) this.emit(undefined);
+  }
+
+  private start(id: string, target: Target, startRevision: string): () => void {
+    return this.hub.watch({
+      key: target.key,
+      rangeEnd: target.kind === 'creation' ? prefixEnd(target.key) : undefined,
+      startRevision,
+      onlyDeletes: target.kind === 'predecessor',
+      onlyPuts: target.kind === 'creation',
+      onEvents: (events) => this.onEvents(target, events),
+      onLost: () => {
+        if (this.cancels.delete(id)) {
+          this.missed = true;
+          this.failures++;
+          this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
+        }
+      },
+    });
+  }
+
+  private onEvents(target: Target, events: readonly IEvent[]): void {
+    if (this.closed) return;
+    if (target.kind === 'creation') {
+      const prefix = this.layout.lockPrefix(this.lock);
+      if (directCandidates(prefix, events.map((e) => e.kv)).length === 0) return; // a nested lock's key
+      this.emit(undefined);
+      return this.refresh();
+    }
+    const last = events[events.length - 1]!;
+    if (last.type === 'Delete') {
+      if (target.kind === 'leader') this.emit(undefined);
+      return this.refresh();
+    }
+    if (target.kind === 'leader') {
+      // The leader's value changed (e.g. the step-down flag): deliver it, unless it is one of
+      // our own unclaimed candidates, which this handle presents as free.
+      const own = this.registry.withKey(last.kv.key);
+      this.emit(own && own.state !== 'leading' ? undefined : toRecord(this.lock, last.kv));
+    }
+  }
+
+  private emit(record: ReturnType<typeof toRecord> | undefined): void {
+    for (const listener of [...this.listeners]) {
+      queueMicrotask(() => {
+        if (!this.listeners.has(listener)) return; // unsubscribed meanwhile
+        try {
+          listener(record);
+        } catch {
+          // listeners must not throw; one that does cannot stop the others
+        }
+      });
+    }
+  }
+}

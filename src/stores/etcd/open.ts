@@ -1,0 +1,13 @@
+import type { StoreOpenOptions } from '../../core/store-url.js';
+import { parseEtcdUrl } from './config.js';
+import { EtcdStore } from './index.js';
+
+/**
+ * open handles `etcd://host:port[,host:port…][?prefix=…&ledgerPrefix=…&timeout=…&endpoints=…]`
+ * (see parseEtcdUrl). Nothing is sent until the first call: an unreachable server shows up as
+ * StoreUnavailableError then.
+ */
+export async function open(url: URL | string, _options: StoreOpenOptions = {}): Promise<EtcdStore> {
+  const { connection, layout } = parseEtcdUrl(url);
+  return new EtcdStore({ connection, ...layout });
+}

@@ -1,0 +1,16 @@
+import { after } from 'node:test';
+import { storeConformanceSuite } from '../../src/testing/index.js';
+import { open } from '../../src/stores/etcd/open.js';
+import { EtcdServer } from '../harness/servers.js';
+
+// A real single-member etcd 3.4 on free loopback ports. etcd's smallest lease is 2 s with its
+// default timing (lease TTLs are whole seconds and at least 1.5 × the election timeout).
+const server = await new EtcdServer().start();
+after(() => server.stop());
+
+await storeConformanceSuite({
+  name: 'etcd',
+  makeStore: () => open(server.url),
+  minLeaseMs: 2000,
+  restart: () => server.restart(),
+});
