@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import type { Client, ClientConfig, Pool, PoolClient, PoolConfig, QueryConfig } from 'pg';
 import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import type { PostgresTuning } from './config.js';
-import type { ListenSession } from './listener.js';
+import type { ListenClient, ListenSession } from './listener.js';
 
 const require = createRequire(import.meta.url);
 
@@ -86,10 +86,17 @@ export class PgConnection {
 
   /** query runs one statement, bounded by the query timeout. */
   query: QueryFn = async (text, values = []) => {
-    const target = this.pool ?? this.client!;
-    const res = await target.query(this.config(text, values));
-    return res.rows as Row[];
+    if (!this.pool) return this.onClient(() => this.client!.query(this.config(text, values))).then((res) => res.rows as Row[]);
+    return (await this.pool.query(this.config(text, values))).rows as Row[];
   };
+
+  /** One statement at a time on an application's Client (node-postgres no longer queues them for us). */
+  private clientTail: Promise<unknown> = Promise.resolve();
+  private onClient<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.clientTail.then(run, run);
+    this.clientTail = result.catch(() => {});
+    return result;
+  }
 
   /** config adds the client-side timeout (missing from @types/pg) to a statement. */
   private config(text: string, values: unknown[]): QueryConfig {
@@ -98,8 +105,11 @@ export class PgConnection {
 
   /** transaction runs `fn` between BEGIN and COMMIT on one connection (ROLLBACK on failure). */
   async transaction<T>(fn: (query: QueryFn) => Promise<T>): Promise<T> {
-    let pooled: PoolClient | undefined;
-    const client = this.client ?? (pooled = await this.pool!.connect());
+    if (!this.pool) return this.onClient(() => this.transactionOn(this.client!, undefined, fn));
+    return this.transactionOn(await this.pool.connect(), 'pooled', fn);
+  }
+
+  private async transactionOn<T>(client: Client | PoolClient, pooled: 'pooled' | undefined, fn: (query: QueryFn) => Promise<T>): Promise<T> {
     // A checked-out client is off the pool's watch: its errors must be caught here.
     const onError = () => {};
     client.on('error', onError);
@@ -117,7 +127,7 @@ export class PgConnection {
       throw err;
     } finally {
       client.removeListener('error', onError);
-      pooled?.release(failure instanceof Error ? failure : undefined);
+      if (pooled) (client as PoolClient).release(failure instanceof Error ? failure : undefined);
     }
   }
 
@@ -129,9 +139,14 @@ export class PgConnection {
   async openListenSession(channel: () => string): Promise<ListenSession> {
     if (this.client) {
       const client = this.client;
+      const shared: ListenClient = {
+        query: (config) => this.onClient(() => client.query(config as QueryConfig)),
+        on: ((event: string, listener: (...args: never[]) => void) => client.on(event as 'end', listener as () => void)) as ListenClient['on'],
+        removeListener: (event, listener) => client.removeListener(event, listener),
+      };
       return {
-        client,
-        close: () => void client.query(`UNLISTEN "${channel().replace(/"/g, '""')}"`).catch(() => {}),
+        client: shared,
+        close: () => void shared.query({ text: `UNLISTEN "${channel().replace(/"/g, '""')}"` }).catch(() => {}),
       };
     }
     const client = new this.SessionClient(this.sessionConfig);
