@@ -1,0 +1,146 @@
+/**
+ * One chaos candidate: a real OS process running the library's LeaderElector over openStore,
+ * started by the harness (`node --import tsx chaos/candidate.ts`, configured through the
+ * CHAOS_CANDIDATE environment variable, see CandidateConfig).
+ *
+ * While `elector.isLeader()` says so — checked synchronously right before each write, as an
+ * application would — it writes its fencing token to the register every few ms. It logs its
+ * leadership (elected / renewed with the new deadline / stopped) on the shared monotonic
+ * timeline, and its wall-clock skew whenever that jumps, so the checker can confirm that
+ * libfaketime jumps took effect.
+ *
+ * Commands on stdin, one per line: `stall <ms>` blocks the event loop (a GC pause, a CPU
+ * hog); `stop` stops the elector (releasing the lease) and exits.
+ */
+import { createInterface } from 'node:readline';
+import { LeaderElector } from '../src/core/elector.js';
+import { openStore } from '../src/core/store-url.js';
+import { errorMessage } from '../src/core/errors.js';
+import type { LeaseStore } from '../src/core/store.js';
+import { PERF_TO_MONO_MS, monoMs, sleepMs } from './clock.js';
+import { JsonlWriter, type CandidateEvent } from './events.js';
+import { RegisterClient } from './register-client.js';
+
+/** CandidateConfig is what the harness passes in CHAOS_CANDIDATE (JSON). */
+export interface CandidateConfig {
+  storeUrl: string;
+  lock: string;
+  identity: string;
+  registerPort: number;
+  logPath: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** Interval between register writes while leading. */
+  writeEveryMs: number;
+}
+
+const config = JSON.parse(process.env.CHAOS_CANDIDATE ?? 'null') as CandidateConfig | null;
+if (!config) {
+  process.stderr.write('candidate: CHAOS_CANDIDATE is not set (this process is started by chaos/run.ts)\n');
+  process.exit(64);
+}
+const log = new JsonlWriter<CandidateEvent>(config.logPath);
+const emit = (e: CandidateEvent) => log.write(e);
+const skew = () => Date.now() - monoMs();
+
+emit({ ev: 'start', t: monoMs(), identity: config.identity, pid: process.pid, skewMs: skew() });
+
+// Wall-clock sampler: a jump of more than a second is logged, so clock faults can be verified.
+let lastSkew = skew();
+emit({ ev: 'wall', t: monoMs(), skewMs: lastSkew });
+const wallTimer = setInterval(() => {
+  const s = skew();
+  if (Math.abs(s - lastSkew) > 1000) emit({ ev: 'wall', t: monoMs(), skewMs: s });
+  lastSkew = s;
+}, 100);
+
+// Store errors are frequent during faults; one line per quarter second is enough to read.
+let errors = 0;
+let lastError = '';
+const errorTimer = setInterval(() => {
+  if (errors === 0) return;
+  emit({ ev: 'store-error', t: monoMs(), count: errors, message: lastError });
+  errors = 0;
+}, 250);
+
+async function openWithRetry(): Promise<LeaseStore> {
+  for (;;) {
+    try {
+      return await openStore(config!.storeUrl);
+    } catch (err) {
+      errors++;
+      lastError = `open: ${errorMessage(err)}`;
+      await sleepMs(200);
+    }
+  }
+}
+
+const store = await openWithRetry();
+const elector = new LeaderElector({
+  store,
+  lock: config.lock,
+  identity: config.identity,
+  leaseDurationMs: config.leaseDurationMs,
+  renewDeadlineMs: config.renewDeadlineMs,
+  retryPeriodMs: config.retryPeriodMs,
+});
+const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
+elector.on('elected', ({ term }) => {
+  const w = elector.leadershipWindow();
+  emit({ ev: 'elected', t: monoMs(), term, acquireStart: (w?.renewStartMs ?? NaN) + PERF_TO_MONO_MS, deadline: deadline() });
+});
+elector.on('renewed', ({ term, durationMs }) => emit({ ev: 'renewed', t: monoMs(), term, rttMs: durationMs, deadline: deadline() }));
+elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), term, reason }));
+elector.on('storeError', (err) => {
+  errors++;
+  lastError = errorMessage(err);
+});
+
+const register = new RegisterClient(config.registerPort);
+await register.connect();
+let inFlight = false;
+const writeTimer = setInterval(() => {
+  if (inFlight || !register.connected) return;
+  // The check and the send happen in one synchronous step, as in an application.
+  if (!elector.isLeader()) return;
+  const term = elector.leadershipWindow()!.term;
+  inFlight = true;
+  void register.request(`W ${term} ${config.identity}`).then((answer) => {
+    inFlight = false;
+    if (answer.startsWith('STALE')) emit({ ev: 'fenced', t: monoMs(), term, newest: Number(answer.split(' ')[1]) });
+  });
+}, config.writeEveryMs);
+
+elector.start();
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  clearInterval(writeTimer);
+  await Promise.race([elector.stop(), sleepMs(3000)]);
+  await Promise.race([store.close(), sleepMs(1000)]);
+  clearInterval(wallTimer);
+  clearInterval(errorTimer);
+  register.close();
+  emit({ ev: 'exit', t: monoMs() });
+  log.close();
+  process.exit(0);
+}
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const [cmd, arg] = line.trim().split(/\s+/);
+  if (cmd === 'stall') {
+    const from = monoMs();
+    const until = from + Number(arg);
+    emit({ ev: 'stall', t: from, until });
+    while (monoMs() < until) {
+      // Busy on purpose: nothing else in this process runs until the stall ends.
+    }
+  } else if (cmd === 'stop') {
+    void stop();
+  }
+});
+process.stdin.on('end', () => void stop());
+process.on('SIGTERM', () => void stop());

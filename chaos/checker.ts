@@ -1,0 +1,299 @@
+/**
+ * The checker: reads a run's logs (chaos/events.ts) and decides whether baton kept its promise.
+ *
+ * Hard failures (the run exits non-zero):
+ * - an accepted stale write: the register accepted a token older than one it had accepted, or
+ *   the same token from a second process (a reused term) — fencing did not protect downstream;
+ * - a term that did not grow: an acquisition whose term is not above every earlier one;
+ * - lease overlap: two processes for which isLeader() was true at once (each leadership's
+ *   deadline, as the elector computed it, against the next one's election) — baton promises
+ *   a leader stops on its own clock before anyone else can acquire;
+ * - a leaderless gap longer than leaseDuration + retryPeriod + store RTT once its fault healed;
+ * - a fault that demonstrably did not take effect (clock jump not seen, stall not run).
+ *
+ * Reported, not failed: the time two processes *believed* they led (from `elected` until they
+ * noticed the end) — a frozen or stalled process cannot notice, and fencing makes that safe.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { FAULT_KINDS, readJsonl, type CandidateEvent, type FaultKind, type HarnessEvent, type RegisterEvent } from './events.js';
+import { clip, holes, overlaps, percentile, totalMs, type Interval, type Span } from './intervals.js';
+import { offsetMs } from './faults.js';
+import type { ChaosTiming } from './stores.js';
+
+/** RunMeta describes a run; saved as run.json beside its logs. */
+export interface RunMeta {
+  store: string;
+  seed: number;
+  candidates: number;
+  timing: ChaosTiming;
+  faultKinds: FaultKind[];
+  command: string;
+}
+
+/** Leadership is one term held by one process, on the shared timeline. */
+interface Leadership {
+  identity: string;
+  term: number;
+  electedAt: number;
+  acquireStart: number;
+  deadline: number;
+  /** When the process noticed the end (stopped), or died. */
+  believedEnd: number;
+}
+
+/** FaultRecord is one injected fault with its timing (ms relative to the window start). */
+export interface FaultRecord {
+  id: number;
+  kind: FaultKind;
+  variant: string;
+  target?: string;
+  atMs: number;
+  healedAtMs?: number;
+}
+
+/** GapRecord is one leaderless stretch and the fault it is charged to. */
+export interface GapRecord {
+  startMs: number;
+  /** Total leaderless time. */
+  ms: number;
+  /** Leaderless time counted from when the fault allowed a leader again (store faults: the heal). */
+  afterHealMs: number;
+  fault?: { id: number; kind: FaultKind; variant: string };
+  overBound: boolean;
+}
+
+/** ChaosResult is the checker's verdict; the JSON a run writes with --json. */
+export interface ChaosResult {
+  store: string;
+  seed: number;
+  candidates: number;
+  timing: ChaosTiming;
+  durationMs: number;
+  elections: number;
+  failovers: number;
+  holderChanges: number;
+  acceptedWrites: number;
+  acceptedStaleWrites: number;
+  staleWriteSamples: { token: number; from: string; newest: number; newestFrom: string; atMs: number; n: number }[];
+  rejectedStaleWrites: number;
+  termViolations: { identity: string; term: number; previousMax: number; atMs: number }[];
+  believedOverlapMs: number;
+  believedOverlaps: { startMs: number; ms: number; who: string[] }[];
+  leaseOverlapMs: number;
+  leaseOverlaps: { startMs: number; ms: number; who: string[] }[];
+  rttMs: { p50: number; p99: number; max: number; samples: number };
+  boundMs: number;
+  maxLeaderlessMs: number;
+  gaps: GapRecord[];
+  gapsOverBound: GapRecord[];
+  faults: Record<FaultKind, number>;
+  faultLog: FaultRecord[];
+  faultsNotSeen: string[];
+  violations: string[];
+  ok: boolean;
+  command: string;
+  logDir: string;
+}
+
+/** checkRun reads the logs in `dir` and returns the verdict. */
+export function checkRun(dir: string, meta: RunMeta): ChaosResult {
+  const harness = readJsonl<HarnessEvent>(join(dir, 'harness.jsonl'));
+  const register = readJsonl<RegisterEvent>(join(dir, 'register.jsonl'));
+  const candidates = new Map<string, CandidateEvent[]>();
+  for (const name of readdirSync(dir)) {
+    const m = /^(c\d+\.\d+)\.jsonl$/.exec(name);
+    if (m) candidates.set(m[1]!, readJsonl<CandidateEvent>(join(dir, name)));
+  }
+  return check(meta, harness, register, candidates, dir);
+}
+
+/** check is checkRun on logs already read. */
+export function check(
+  meta: RunMeta,
+  harness: HarnessEvent[],
+  register: RegisterEvent[],
+  candidates: Map<string, CandidateEvent[]>,
+  logDir = '',
+): ChaosResult {
+  const { timing } = meta;
+  const windowStart = harness.find((e) => e.ev === 'window' && e.edge === 'start')?.t ?? 0;
+  const windowEnd = harness.find((e) => e.ev === 'window' && e.edge === 'end')?.t ?? Infinity;
+  const rel = (t: number) => Math.round(t - windowStart);
+  const violations: string[] = [];
+
+  // 1. Leaderships from the candidates' own logs; a killed process believes nothing after death.
+  const deaths = new Map<string, number>();
+  for (const e of harness) if (e.ev === 'exit') deaths.set(e.identity, e.t);
+  const leaderships: Leadership[] = [];
+  const renewals: { identity: string; t: number; rttMs: number }[] = [];
+  for (const [identity, events] of candidates) {
+    let open: Leadership | undefined;
+    const death = deaths.get(identity) ?? windowEnd;
+    const close = (t: number) => {
+      if (open) leaderships.push({ ...open, believedEnd: Math.min(t, death) });
+      open = undefined;
+    };
+    for (const e of events) {
+      if (e.ev === 'elected') {
+        close(e.t);
+        open = { identity, term: e.term, electedAt: e.t, acquireStart: e.acquireStart, deadline: e.deadline, believedEnd: NaN };
+      } else if (e.ev === 'renewed') {
+        renewals.push({ identity, t: e.t, rttMs: e.rttMs });
+        if (open && open.term === e.term) open.deadline = e.deadline;
+      } else if (e.ev === 'stopped' && open && open.term === e.term) {
+        close(e.t);
+      } else if (e.ev === 'exit') {
+        close(e.t);
+      }
+    }
+    close(death);
+  }
+  const inWindow = leaderships.filter((l) => l.electedAt <= windowEnd).sort((a, b) => a.electedAt - b.electedAt);
+
+  // 2. Failovers: every election after the first is a new leadership (a new term).
+  let holderChanges = 0;
+  for (let i = 1; i < inWindow.length; i++) if (inWindow[i]!.identity !== inWindow[i - 1]!.identity) holderChanges++;
+
+  // 3. Terms must grow with every acquisition, in the order the acquiring writes were sent.
+  const termViolations: ChaosResult['termViolations'] = [];
+  let maxTerm = -Infinity;
+  for (const l of [...leaderships].sort((a, b) => a.acquireStart - b.acquireStart)) {
+    if (l.term <= maxTerm) termViolations.push({ identity: l.identity, term: l.term, previousMax: maxTerm, atMs: rel(l.electedAt) });
+    maxTerm = Math.max(maxTerm, l.term);
+  }
+  if (termViolations.length) violations.push(`${termViolations.length} acquisition(s) got a term that was not above every earlier term`);
+
+  // 4. The register, replayed: an accepted token below the newest, or equal but from another writer.
+  let newest = -1;
+  let newestFrom = '';
+  let acceptedWrites = 0;
+  let acceptedStaleWrites = 0;
+  const staleWriteSamples: ChaosResult['staleWriteSamples'] = [];
+  let rejectedStaleWrites = 0;
+  for (const e of register) {
+    if (e.ev === 'rejected') {
+      rejectedStaleWrites++;
+      continue;
+    }
+    acceptedWrites += e.n;
+    if (e.token < newest || (e.token === newest && e.from !== newestFrom)) {
+      acceptedStaleWrites += e.n;
+      if (staleWriteSamples.length < 20) staleWriteSamples.push({ token: e.token, from: e.from, newest, newestFrom, atMs: rel(e.t0), n: e.n });
+    } else {
+      newest = e.token;
+      newestFrom = e.from;
+    }
+  }
+  if (acceptedStaleWrites) violations.push(`${acceptedStaleWrites} stale write(s) accepted by the fenced register`);
+
+  // 5. Belief versus isLeader(): who thought it led, and for whom isLeader() was actually true.
+  const believed: Interval[] = clip(inWindow.map((l) => ({ start: l.electedAt, end: l.believedEnd, who: `${l.identity}#${l.term}` })), windowStart, windowEnd);
+  const effective: Interval[] = clip(
+    inWindow.map((l) => ({ start: l.electedAt, end: Math.min(l.deadline, l.believedEnd), who: `${l.identity}#${l.term}` })),
+    windowStart,
+    windowEnd,
+  );
+  const believedSpans = overlaps(believed);
+  const leaseSpans = overlaps(effective);
+  const leaseOverlapMs = totalMs(leaseSpans);
+  if (leaseSpans.length) violations.push(`isLeader() was true in two processes at once for ${leaseOverlapMs.toFixed(1)}ms`);
+  const spanOut = (spans: Span[]) =>
+    spans
+      .map((s) => ({ startMs: rel(s.start), ms: round1(s.end - s.start), who: s.who }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 20);
+
+  // 6. Faults, and the store's round trip measured outside them.
+  const faultLog: FaultRecord[] = [];
+  const faultWindows: { start: number; end: number }[] = [];
+  const injects = harness.filter((e): e is Extract<HarnessEvent, { ev: 'inject' }> => e.ev === 'inject');
+  const heals = new Map<number, number>();
+  for (const e of harness) if (e.ev === 'heal') heals.set(e.id, e.t);
+  for (const f of injects) {
+    const healed = heals.get(f.id);
+    faultLog.push({ id: f.id, kind: f.kind, variant: f.variant, target: f.target, atMs: rel(f.t), healedAtMs: healed === undefined ? undefined : rel(healed) });
+    faultWindows.push({ start: f.t, end: (healed ?? windowEnd) + timing.leaseDurationMs });
+  }
+  const quiet = renewals.filter((r) => !faultWindows.some((w) => r.t >= w.start && r.t - r.rttMs <= w.end));
+  const rttSamples = (quiet.length >= 10 ? quiet : renewals).map((r) => r.rttMs);
+  const rttMs = {
+    p50: round1(percentile(rttSamples, 50)),
+    p99: round1(percentile(rttSamples, 99)),
+    max: round1(Math.max(...rttSamples, 0)),
+    samples: rttSamples.length,
+  };
+  const boundMs = round1(timing.leaseDurationMs + timing.retryPeriodMs + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
+
+  // 7. Leaderless gaps, each charged to the latest fault injected before it began.
+  const firstElected = inWindow[0]?.electedAt ?? windowStart;
+  const gaps: GapRecord[] = [];
+  for (const h of holes(effective, Math.max(windowStart, firstElected), windowEnd)) {
+    const f = [...injects].reverse().find((i) => i.t <= h.start + 1);
+    const healedAt = f ? heals.get(f.id) : undefined;
+    // While the store itself is broken nobody can lead; the bound runs from the heal.
+    const from = f?.kind === 'store' && healedAt !== undefined ? Math.max(h.start, healedAt) : h.start;
+    const afterHealMs = round1(Math.max(0, h.end - from));
+    gaps.push({
+      startMs: rel(h.start),
+      ms: round1(h.end - h.start),
+      afterHealMs,
+      fault: f ? { id: f.id, kind: f.kind, variant: f.variant } : undefined,
+      overBound: afterHealMs > boundMs,
+    });
+  }
+  const gapsOverBound = gaps.filter((g) => g.overBound);
+  if (gapsOverBound.length) violations.push(`${gapsOverBound.length} leaderless gap(s) longer than the ${boundMs}ms bound after their fault healed`);
+
+  // 8. Did the faults bite? A clock jump must show in the target's wall samples; a stall must have run.
+  const faultsNotSeen: string[] = [];
+  const hostSkew = harness.find((e): e is Extract<HarnessEvent, { ev: 'window' }> => e.ev === 'window' && e.edge === 'start')?.hostSkewMs;
+  for (const f of injects) {
+    const events = f.target ? candidates.get(f.target) ?? [] : [];
+    if (f.kind === 'clock' && f.jumpMs !== undefined && hostSkew !== undefined) {
+      const want = hostSkew + offsetMs(f.variant.split(' → ')[1] ?? '+0');
+      const seen = events.some((e) => e.ev === 'wall' && e.t > f.t && e.t < f.t + 6000 && Math.abs(e.skewMs - want) < 1500);
+      if (!seen) faultsNotSeen.push(`clock fault #${f.id} (${f.variant}) on ${f.target}: no wall-clock sample near the new offset`);
+    } else if (f.kind === 'stall') {
+      if (!events.some((e) => e.ev === 'stall' && e.t >= f.t - 5 && e.t < f.t + 2000)) faultsNotSeen.push(`stall #${f.id} on ${f.target}: the candidate never logged it`);
+    }
+  }
+  if (faultsNotSeen.length) violations.push(`${faultsNotSeen.length} fault(s) did not take effect`);
+
+  const faults = Object.fromEntries(FAULT_KINDS.map((k) => [k, injects.filter((f) => f.kind === k).length])) as Record<FaultKind, number>;
+  return {
+    store: meta.store,
+    seed: meta.seed,
+    candidates: meta.candidates,
+    timing,
+    durationMs: Math.round((Number.isFinite(windowEnd) ? windowEnd : windowStart) - windowStart),
+    elections: inWindow.length,
+    failovers: Math.max(0, inWindow.length - 1),
+    holderChanges,
+    acceptedWrites,
+    acceptedStaleWrites,
+    staleWriteSamples,
+    rejectedStaleWrites,
+    termViolations,
+    believedOverlapMs: round1(totalMs(believedSpans)),
+    believedOverlaps: spanOut(believedSpans),
+    leaseOverlapMs: round1(leaseOverlapMs),
+    leaseOverlaps: spanOut(leaseSpans),
+    rttMs,
+    boundMs,
+    maxLeaderlessMs: Math.max(0, ...gaps.map((g) => g.afterHealMs)),
+    gaps,
+    gapsOverBound,
+    faults,
+    faultLog,
+    faultsNotSeen,
+    violations,
+    ok: violations.length === 0,
+    command: meta.command,
+    logDir,
+  };
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}

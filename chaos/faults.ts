@@ -1,0 +1,171 @@
+/**
+ * Faults: a schedule drawn from the seed, and the injector that applies it to a live run.
+ *
+ * Faults run one at a time — settle, inject, hold, heal — so every leaderless gap can be
+ * charged to one fault. The schedule draws the same number of random values for every fault
+ * whatever happens at run time, so a seed always gives the same kinds, variants, timings and
+ * target roles (leader or standby); which process is leader at that moment is up to the run.
+ * Kinds come in shuffled rounds, so every kind appears once before any appears twice.
+ */
+import { monoMs, sleepMs } from './clock.js';
+import type { FaultKind, HarnessEvent, JsonlWriter } from './events.js';
+import type { Fleet } from './fleet.js';
+import type { PartitionMode, PartitionProxy } from './proxy.js';
+import type { Random } from './random.js';
+import type { RegisterClient } from './register-client.js';
+import type { ChaosTiming, RunningStore } from './stores.js';
+
+/** FaultPlan is one scheduled fault. Durations are in ms. */
+export interface FaultPlan {
+  readonly id: number;
+  readonly kind: FaultKind;
+  /** Quiet time before the fault, counted once a leader is writing again (see FaultInjector.settle). */
+  readonly settleMs: number;
+  /** How long the fault lasts before it is healed. */
+  readonly holdMs: number;
+  /** Aim at the leader (else at a standby). */
+  readonly atLeader: boolean;
+  /** Which standby, as a fraction of the standbys alive. */
+  readonly pick: number;
+  /** Draw for the kind's variant (store fault kind, partition mode, clock offset). */
+  readonly variantDraw: number;
+}
+
+/** WALL_OFFSETS are the libfaketime offsets clock faults move a wall clock between. */
+export const WALL_OFFSETS = ['+0', '+1h', '-1h', '+10m', '-10m', '+1d', '-2h'] as const;
+
+/** offsetMs converts a WALL_OFFSETS entry to milliseconds. */
+export function offsetMs(offset: string): number {
+  const m = /^([+-])(\d+)([smhd]?)$/.exec(offset);
+  if (!m) throw new Error(`bad wall offset ${offset}`);
+  const unit = { '': 1000, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[3]!]!;
+  return (m[1] === '-' ? -1 : 1) * Number(m[2]) * unit;
+}
+
+/** planFaults yields the seeded fault schedule for the given kinds, without end. */
+export function* planFaults(random: Random, kinds: readonly FaultKind[], timing: ChaosTiming): Generator<FaultPlan> {
+  const lease = timing.leaseDurationMs;
+  let round: FaultKind[] = [];
+  for (let id = 1; ; id++) {
+    if (round.length === 0) round = random.shuffled(kinds);
+    const kind = round.shift()!;
+    const settleMs = lease * random.between(0.5, 1);
+    const holdDraw = random.next();
+    const atLeader = random.chance(0.8);
+    const pick = random.next();
+    const variantDraw = random.next();
+    let holdMs: number;
+    if (kind === 'kill') holdMs = lease * (0.5 + holdDraw); // restart after
+    else if (kind === 'clock') holdMs = Math.max(2500, lease); // libfaketime re-reads its file about once a second
+    else holdMs = lease * (1.3 + 0.5 * holdDraw); // longer than a lease: someone must take over
+    yield { id, kind, settleMs, holdMs, atLeader, pick, variantDraw };
+  }
+}
+
+/** FaultContext is what the injector acts on. */
+export interface FaultContext {
+  fleet: Fleet;
+  store: RunningStore;
+  /** One proxy per slot, for network stores. */
+  proxies?: PartitionProxy[];
+  register: RegisterClient;
+  log: JsonlWriter<HarnessEvent>;
+  /** Current libfaketime offset per slot, when clock faults are on. */
+  wallOffsets?: string[];
+}
+
+/** FaultInjector applies planned faults and counts them by kind. */
+export class FaultInjector {
+  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0 };
+
+  constructor(private readonly ctx: FaultContext) {}
+
+  /**
+   * settle waits until some leader is writing to the register (the previous fault's failover is
+   * over, so each gap is charged to one fault), then for the plan's quiet time. A leader that
+   * never comes is not waited for beyond `giveUpMs`: the checker will report that gap.
+   */
+  async settle(plan: FaultPlan, giveUpMs: number): Promise<void> {
+    const until = monoMs() + giveUpMs;
+    for (;;) {
+      const last = await this.ctx.register.lastWriter();
+      if ((last && last.ageMs < 100) || monoMs() > until) break;
+      await sleepMs(20);
+    }
+    await sleepMs(plan.settleMs);
+  }
+
+  /** run injects one fault, holds it, heals it. */
+  async run(plan: FaultPlan): Promise<void> {
+    const { fleet, store, log } = this.ctx;
+    const slot = await this.target(plan);
+    const target = slot === undefined ? undefined : fleet.identityOf(slot);
+    const inject = (variant: string, jumpMs?: number) =>
+      log.write({ ev: 'inject', t: monoMs(), id: plan.id, kind: plan.kind, variant, target, holdMs: plan.holdMs, jumpMs });
+    const heal = (detail?: string) => log.write({ ev: 'heal', t: monoMs(), id: plan.id, kind: plan.kind, detail });
+    this.counts[plan.kind]++;
+    switch (plan.kind) {
+      case 'store': {
+        const variant = store.faultVariants[Math.floor(plan.variantDraw * store.faultVariants.length)]!;
+        inject(variant);
+        await store.breakStore(variant);
+        await sleepMs(plan.holdMs);
+        await store.mendStore(variant);
+        return heal('store answers');
+      }
+      case 'kill':
+        inject('SIGKILL');
+        await fleet.kill(slot!);
+        await sleepMs(plan.holdMs);
+        fleet.spawn(slot!);
+        return heal(`restarted as ${fleet.identityOf(slot!)}`);
+      case 'pause':
+        inject('SIGSTOP');
+        fleet.pause(slot!);
+        await sleepMs(plan.holdMs);
+        fleet.resume(slot!);
+        return heal('SIGCONT');
+      case 'stall':
+        inject('busy loop');
+        fleet.stall(slot!, plan.holdMs);
+        await sleepMs(plan.holdMs);
+        return heal();
+      case 'partition': {
+        const mode: PartitionMode = plan.variantDraw < 0.5 ? 'blackhole' : 'reset';
+        const proxy = this.ctx.proxies?.[slot!];
+        if (!proxy) throw new Error('partition faults need a network store');
+        inject(mode);
+        proxy.cut(mode);
+        await sleepMs(plan.holdMs);
+        proxy.heal();
+        return heal();
+      }
+      case 'clock': {
+        const offsets = this.ctx.wallOffsets;
+        if (!offsets) throw new Error('clock faults need the fleet started under libfaketime');
+        const from = offsets[slot!]!;
+        let i = Math.floor(plan.variantDraw * WALL_OFFSETS.length);
+        if (WALL_OFFSETS[i] === from) i = (i + 1) % WALL_OFFSETS.length;
+        const to = WALL_OFFSETS[i]!;
+        offsets[slot!] = to;
+        inject(`${from} → ${to}`, offsetMs(to) - offsetMs(from));
+        fleet.setWallOffset(slot!, to);
+        await sleepMs(plan.holdMs);
+        return heal();
+      }
+    }
+  }
+
+  /** target picks the slot to break: the register's latest writer, or a standby. */
+  private async target(plan: FaultPlan): Promise<number | undefined> {
+    if (plan.kind === 'store') return undefined;
+    const { fleet, register } = this.ctx;
+    const last = await register.lastWriter();
+    const leader = last && last.ageMs < 250 ? fleet.slotOf(last.from) : undefined;
+    if (plan.atLeader && leader !== undefined) return leader;
+    const others: number[] = [];
+    for (let i = 0; i < fleet.size; i++) if (i !== leader && fleet.alive(i)) others.push(i);
+    if (others.length === 0) return leader ?? 0;
+    return others[Math.floor(plan.pick * others.length)]!;
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The chaos command line, checked once at the edge: a bad flag is one line naming it, exit 64;
+ * a store baton cannot open yet is exit 78.
+ */
+import { Command, CommanderError } from 'commander';
+import { parseDuration } from '../src/core/duration.js';
+import { InvalidConfigError, UsageError } from '../src/core/errors.js';
+import { resolveTiming } from '../src/core/options.js';
+import { FAULT_KINDS, type FaultKind } from './events.js';
+import { STORE_KINDS, isRegistered, type ChaosStoreKind, type ChaosTiming } from './stores.js';
+
+/** ChaosOptions is a validated chaos command line. */
+export interface ChaosOptions {
+  kind: ChaosStoreKind;
+  candidates: number;
+  durationMs: number;
+  faults: FaultKind[];
+  seed: number;
+  timing: ChaosTiming;
+  writeEveryMs: number;
+  json?: string;
+  keepLogs: boolean;
+  /** Re-check the logs of an earlier run instead of running. */
+  checkDir?: string;
+}
+
+/** NOT_FOR_FILE_STORES explains why partitions skip SQLite. */
+const PARTITION_NEEDS_NETWORK = 'candidates reach the database file through the local filesystem; there is no network path to cut';
+
+/** parseChaosArgs parses argv (without node and script); throws UsageError / InvalidConfigError. */
+export function parseChaosArgs(argv: string[]): ChaosOptions {
+  const program = new Command('chaos')
+    .description('Hunt for mutual-exclusion violations: real candidate processes, a fenced register, seeded faults.')
+    .option('--store <kind>', `store to test: ${Object.keys(STORE_KINDS).join(', ')}`)
+    .option('--candidates <n>', 'candidate processes (2–9)', '3')
+    .option('--duration <d>', 'how long to inject faults, e.g. 20s, 30m (at least one of each kind)', '60s')
+    .option('--faults <list>', `comma-separated fault kinds (${FAULT_KINDS.join(', ')}), "all" or "none"`, 'all')
+    .option('--seed <n>', 'seed of the fault schedule (default: random, printed)')
+    .option('--lease <d>', 'lease duration (default per store: 1s, etcd 2s)')
+    .option('--renew-deadline <d>', 'renew deadline (default 60% of the lease)')
+    .option('--retry-period <d>', 'retry period (default 25% of the lease)')
+    .option('--write-every <d>', 'interval between a leader\'s register writes', '5ms')
+    .option('--json <file>', 'write the full result as JSON')
+    .option('--keep-logs', 'keep the run\'s logs even when it passes')
+    .option('--check <dir>', 're-check the logs an earlier run kept, without running')
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: (s) => process.stdout.write(s) })
+    .allowExcessArguments(false);
+  try {
+    program.parse(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError && (err.code === 'commander.helpDisplayed' || err.code === 'commander.version')) throw err;
+    throw new UsageError(`chaos: ${(err as Error).message.replace(/^error: /, '')}`);
+  }
+  const o = program.opts<Record<string, string | boolean | undefined>>();
+  const text = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+  const checkDir = text('check');
+  const storeName = text('store');
+  if (!storeName && !checkDir) throw new UsageError(`chaos: --store is required (one of ${Object.keys(STORE_KINDS).join(', ')})`);
+  const kind = STORE_KINDS[storeName ?? 'sqlite'];
+  if (!kind) throw new UsageError(`chaos: --store "${storeName}" is not a chaos store kind (one of ${Object.keys(STORE_KINDS).join(', ')})`);
+  if (!checkDir && !isRegistered(kind)) {
+    throw new InvalidConfigError(`chaos: baton has no "${kind.scheme}:" store yet (it is not in src/core/store-url.ts SCHEMES)`);
+  }
+  const candidates = Number(text('candidates'));
+  if (!Number.isInteger(candidates) || candidates < 2 || candidates > 9) throw new UsageError(`chaos: --candidates must be a whole number from 2 to 9, got "${text('candidates')}"`);
+  const seedText = text('seed');
+  const seed = seedText === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(seedText);
+  if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32) throw new UsageError(`chaos: --seed must be a whole number from 0 to 4294967295, got "${seedText}"`);
+  const lease = text('lease') !== undefined ? parseDuration(text('lease')!, '--lease') : kind.timing.leaseDurationMs;
+  const scaled = lease !== kind.timing.leaseDurationMs;
+  const timing = resolveTiming({
+    leaseDurationMs: lease,
+    renewDeadlineMs: text('renewDeadline') !== undefined ? parseDuration(text('renewDeadline')!, '--renew-deadline') : scaled ? Math.round(lease * 0.6) : kind.timing.renewDeadlineMs,
+    retryPeriodMs: text('retryPeriod') !== undefined ? parseDuration(text('retryPeriod')!, '--retry-period') : scaled ? Math.round(lease * 0.25) : kind.timing.retryPeriodMs,
+  });
+  const writeEveryMs = parseDuration(text('writeEvery')!, '--write-every');
+  if (writeEveryMs < 1) throw new UsageError('chaos: --write-every must be at least 1ms');
+  return {
+    kind,
+    candidates,
+    durationMs: parseDuration(text('duration')!, '--duration'),
+    faults: parseFaults(text('faults')!, kind),
+    seed,
+    timing: { leaseDurationMs: timing.leaseDurationMs, renewDeadlineMs: timing.renewDeadlineMs, retryPeriodMs: timing.retryPeriodMs },
+    writeEveryMs,
+    json: text('json'),
+    keepLogs: o.keepLogs === true,
+    checkDir,
+  };
+}
+
+/** applicableFaults lists the fault kinds that make sense for a store kind. */
+export function applicableFaults(kind: ChaosStoreKind): FaultKind[] {
+  return FAULT_KINDS.filter((k) => k !== 'partition' || kind.network);
+}
+
+function parseFaults(list: string, kind: ChaosStoreKind): FaultKind[] {
+  const words = list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
+  if (words.length === 1 && words[0] === 'all') return applicableFaults(kind);
+  if (words.length === 1 && words[0] === 'none') return [];
+  const out: FaultKind[] = [];
+  for (const w of words) {
+    if (!(FAULT_KINDS as readonly string[]).includes(w)) throw new UsageError(`chaos: --faults: "${w}" is not a fault kind (${FAULT_KINDS.join(', ')}, all, none)`);
+    if (w === 'partition' && !kind.network) throw new UsageError(`chaos: --faults: partition does not apply to ${kind.name}: ${PARTITION_NEEDS_NETWORK}`);
+    if (!out.includes(w as FaultKind)) out.push(w as FaultKind);
+  }
+  if (out.length === 0) throw new UsageError('chaos: --faults is empty (use "none" for a run without faults)');
+  return out;
+}

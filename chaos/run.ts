@@ -1,0 +1,207 @@
+/**
+ * chaos/run.ts — `npm run chaos -- --store KIND [--candidates N] [--duration D] [--faults LIST]
+ * [--seed S] [--json FILE]`: a Jepsen-style hunt for mutual-exclusion violations.
+ *
+ * It starts the store's server (test/harness/servers.ts), the fenced register, one partition
+ * proxy per candidate for network stores, and N candidate processes; injects the seeded fault
+ * schedule for the given duration; lets the last failover settle; stops everything; and has
+ * the checker judge the logs. Markdown goes to stdout, the full result to --json.
+ *
+ * Exit codes: 0 no violation; 1 a violation (accepted stale write, term that did not grow,
+ * lease overlap, gap over the bound, fault without effect); 64 usage; 69 a server or the
+ * first election could not be had; 78 a store baton cannot open yet.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CommanderError } from 'commander';
+import { BatonError, ExitCode, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
+import { formatDuration } from '../src/core/duration.js';
+import { monoMs, sleepMs } from './clock.js';
+import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
+import { JsonlWriter, type HarnessEvent } from './events.js';
+import { FaultInjector, WALL_OFFSETS, planFaults } from './faults.js';
+import { Fleet } from './fleet.js';
+import { parseChaosArgs, type ChaosOptions } from './options.js';
+import { PartitionProxy } from './proxy.js';
+import { Random } from './random.js';
+import { RegisterClient } from './register-client.js';
+import { renderReport } from './report.js';
+import type { RunningStore } from './stores.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const LOCK = 'chaos/leader';
+
+/** cleanups run in reverse on exit, including Ctrl-C. */
+const cleanups: (() => Promise<void> | void)[] = [];
+
+async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  const dir = mkdtempSync(join(tmpdir(), `baton-chaos-${o.kind.name}-`));
+  const meta: RunMeta = {
+    store: o.kind.name,
+    seed: o.seed,
+    candidates: o.candidates,
+    timing: o.timing,
+    faultKinds: o.faults,
+    command: replayCommand(o),
+  };
+  writeFileSync(join(dir, 'run.json'), JSON.stringify(meta, null, 2));
+  const log = new JsonlWriter<HarnessEvent>(join(dir, 'harness.jsonl'));
+  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates, ${formatDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
+
+  let store: RunningStore;
+  try {
+    store = await o.kind.start(dir);
+  } catch (err) {
+    throw new StoreUnavailableError(`chaos: the ${o.kind.name} server did not start: ${errorMessage(err)}`);
+  }
+  cleanups.push(() => store.stop());
+
+  const registerPort = await startRegister(join(dir, 'register.jsonl'));
+  const register = new RegisterClient(registerPort);
+  await register.connect();
+  cleanups.push(() => register.close());
+
+  let proxies: PartitionProxy[] | undefined;
+  if (store.port !== undefined) {
+    proxies = [];
+    for (let i = 0; i < o.candidates; i++) {
+      const p = new PartitionProxy(store.port);
+      await p.listen();
+      proxies.push(p);
+    }
+    cleanups.push(() => Promise.all(proxies!.map((p) => p.close())).then(() => {}));
+  }
+
+  const wallOffsets = o.faults.includes('clock') ? Array.from({ length: o.candidates }, (_, i) => WALL_OFFSETS[i % 3]!) : undefined;
+  const fleet = new Fleet({
+    count: o.candidates,
+    dir,
+    lock: LOCK,
+    registerPort,
+    timing: o.timing,
+    writeEveryMs: o.writeEveryMs,
+    storeUrlFor: (slot) => (proxies ? store.urlVia(proxies[slot]!.port) : store.url),
+    wallOffsets: wallOffsets ? [...wallOffsets] : undefined,
+    log,
+  });
+  cleanups.push(() => fleet.killAll());
+  fleet.startAll();
+
+  // The window opens with the first leader the register hears from.
+  const firstBy = monoMs() + 60_000;
+  while (!(await register.lastWriter())) {
+    if (monoMs() > firstBy) throw new StoreUnavailableError('chaos: no candidate was elected within 60s (see the candidates\' errors above)');
+    await sleepMs(50);
+  }
+  log.write({ ev: 'window', t: monoMs(), edge: 'start', hostSkewMs: Date.now() - monoMs() });
+
+  const injector = new FaultInjector({ fleet, store, proxies, register, log, wallOffsets });
+  const endAt = monoMs() + o.durationMs;
+  if (o.faults.length > 0) {
+    for (const plan of planFaults(new Random(o.seed), o.faults, o.timing)) {
+      await injector.settle(plan, 4 * (o.timing.leaseDurationMs + o.timing.retryPeriodMs));
+      // --duration is a minimum: the first round always completes, so every kind is tried once.
+      const roundDone = o.faults.every((k) => injector.counts[k] > 0);
+      if (roundDone && monoMs() + plan.holdMs > endAt) break;
+      await injector.run(plan);
+    }
+  }
+  // Let the last fault's failover finish inside the window.
+  await sleepMs(Math.max(endAt - monoMs(), 0) + 2 * (o.timing.leaseDurationMs + o.timing.retryPeriodMs));
+  log.write({ ev: 'window', t: monoMs(), edge: 'end' });
+
+  await fleet.stopAll();
+  await register.request('END');
+  await runCleanups();
+  log.close();
+  return checkRun(dir, meta);
+}
+
+/** startRegister runs chaos/register.ts as its own process and resolves with its port. */
+function startRegister(logPath: string): Promise<number> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./register.ts', import.meta.url)), logPath], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  cleanups.push(() => {
+    child.stdin?.end();
+    setTimeout(() => child.kill('SIGKILL'), 2000).unref();
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const m = /PORT (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`chaos: the register exited (${code}) before listening`)));
+  });
+}
+
+function replayCommand(o: ChaosOptions): string {
+  const t = o.timing;
+  return [
+    'npm run chaos --',
+    `--store ${o.kind.name}`,
+    `--candidates ${o.candidates}`,
+    `--duration ${formatDuration(o.durationMs).replace(/\s/g, '')}`,
+    `--faults ${o.faults.join(',') || 'none'}`,
+    `--seed ${o.seed}`,
+    `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,
+  ].join(' ');
+}
+
+async function runCleanups(): Promise<void> {
+  while (cleanups.length) {
+    try {
+      await cleanups.pop()!();
+    } catch {
+      // best effort: the rest must still run
+    }
+  }
+}
+
+async function main(): Promise<number> {
+  let o: ChaosOptions;
+  try {
+    o = parseChaosArgs(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof CommanderError) return 0; // --help
+    throw err;
+  }
+  let result: ChaosResult;
+  if (o.checkDir) {
+    const meta = JSON.parse(readFileSync(join(o.checkDir, 'run.json'), 'utf8')) as RunMeta;
+    result = checkRun(o.checkDir, meta);
+  } else {
+    result = await runChaos(o);
+    if (result.ok && !o.keepLogs) {
+      rmSync(result.logDir, { recursive: true, force: true });
+      result.logDir = '';
+    }
+  }
+  process.stdout.write(renderReport(result));
+  if (o.json) writeFileSync(o.json, JSON.stringify(result, null, 2) + '\n');
+  return result.ok ? 0 : 1;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`chaos: ${signal}, stopping\n`);
+    void runCleanups().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err) => {
+    await runCleanups();
+    const code = err instanceof BatonError ? err.exitCode : ExitCode.software;
+    process.stderr.write(`${errorMessage(err)}\n`);
+    process.exit(code);
+  },
+);

@@ -1,0 +1,132 @@
+/**
+ * The store kinds a chaos run can target, and how the harness runs each one's server and
+ * breaks it. Adding a store is one entry in STORE_KINDS.
+ *
+ * Network stores run from test/harness/servers.ts on a free loopback port; their store fault
+ * either SIGKILLs the server and starts it again on the same data (`restart`) or freezes it
+ * with SIGSTOP until SIGCONT (`freeze`). SQLite has no server: its store fault holds an
+ * exclusive write transaction on the database file (`lock`), which is what another process
+ * hogging the file looks like; and partitions do not apply to it, since candidates reach the
+ * file through the local filesystem — there is no network path to cut.
+ */
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
+import { parseStoreUrl } from '../src/core/store-url.js';
+import type { Database } from 'better-sqlite3';
+
+/** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
+export interface ChaosTiming {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** RunningStore is a started store server (or file) the harness can break and mend. */
+export interface RunningStore {
+  /** The URL candidates open, straight to the store. */
+  readonly url: string;
+  /** The server's TCP port, for network stores: candidates then go through partition proxies. */
+  readonly port?: number;
+  /** urlVia is the URL that reaches the store through a proxy listening on `port`. */
+  urlVia(port: number): string;
+  /** The ways this store can be broken, e.g. ['restart', 'freeze']. */
+  readonly faultVariants: readonly string[];
+  /** breakStore starts a store fault. */
+  breakStore(variant: string): Promise<void>;
+  /** mendStore ends it; resolves once the store answers again. */
+  mendStore(variant: string): Promise<void>;
+  /** stop shuts the server down and removes its data. */
+  stop(): Promise<void>;
+}
+
+/** ChaosStoreKind is one entry of STORE_KINDS. */
+export interface ChaosStoreKind {
+  /** The name given to --store. */
+  readonly name: string;
+  /** The URL scheme, which must be registered in src/core/store-url.ts SCHEMES. */
+  readonly scheme: string;
+  /** Whether candidates reach it over TCP (partitions apply). */
+  readonly network: boolean;
+  /** Default timing for runs on this store. */
+  readonly timing: ChaosTiming;
+  /** start runs a fresh server (or file) under `dir`. */
+  start(dir: string): Promise<RunningStore>;
+}
+
+const SHORT: ChaosTiming = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 250 };
+
+/** STORE_KINDS lists every store a chaos run can target. */
+export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.freeze({
+  sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite },
+  postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()) },
+  redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()) },
+  // etcd grants leases in whole seconds with a minimum of about two, and expires them on a
+  // half-second sweep: a 2 s lease is the shortest the server will honour as asked.
+  etcd: {
+    name: 'etcd',
+    scheme: 'etcd',
+    network: true,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 500 },
+    start: () => startServer(new EtcdServer()),
+  },
+});
+
+/** isRegistered tells whether baton itself can open this kind of store (its scheme is in SCHEMES). */
+export function isRegistered(kind: ChaosStoreKind): boolean {
+  try {
+    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {
+  await server.start();
+  return {
+    url: server.url,
+    port: server.port,
+    urlVia(port) {
+      const u = new URL(server.url);
+      u.port = String(port);
+      return u.toString();
+    },
+    faultVariants: ['restart', 'freeze'],
+    async breakStore(variant) {
+      if (variant === 'freeze') server.pause();
+      else await server.kill();
+    },
+    async mendStore(variant) {
+      if (variant === 'freeze') server.resume();
+      else await server.start();
+    },
+    stop: () => server.stop(),
+  };
+}
+
+async function startSqlite(dir: string): Promise<RunningStore> {
+  const path = join(dir, 'chaos.db');
+  // better-sqlite3 is loaded here only, like the store's own folder does.
+  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string, options?: { timeout?: number }) => Database;
+  let holder: Database | undefined;
+  return {
+    url: `sqlite:${path}`,
+    urlVia: () => `sqlite:${path}`,
+    faultVariants: ['lock'],
+    async breakStore() {
+      holder = new Sqlite(path, { timeout: 5000 });
+      // In WAL mode readers go on; every writer waits for its busy timeout and fails.
+      holder.exec('BEGIN EXCLUSIVE');
+    },
+    async mendStore() {
+      holder?.exec('COMMIT');
+      holder?.close();
+      holder = undefined;
+    },
+    async stop() {
+      holder?.close();
+      holder = undefined;
+    },
+  };
+}
