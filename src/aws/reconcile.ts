@@ -1,0 +1,131 @@
+/**
+ * The leader-tag reconciler (seed 000, fixed). It makes the tags match one rule — exactly one
+ * InService, Healthy member of the group carries the leader tag, or none if there is no such
+ * member — from the state it reads, not from the event that woke it. So it needs no previous
+ * leader to exist: a group that scaled to zero and back gets a leader again (seed 004's bug),
+ * and running it on a schedule repairs anything a lost notification left behind.
+ *
+ * Why it is safe to run twice at once, or to die half-way:
+ *
+ * 1. Deterministic choice. Keep the lowest-id candidate that already carries the tag; else take
+ *    the lowest-id candidate. Two runs that read the same state choose the same instance, so
+ *    their writes agree; a run that sees an extra tagged candidate keeps the same one as any
+ *    other run that sees it.
+ * 2. Remove, then add. A round either removes the tag from instances that must not have it, or
+ *    adds it to the chosen one — never both. An add happens only in a round whose fresh read
+ *    showed no other member tagged. A single run therefore never makes two tagged; a failure
+ *    between steps leaves zero tagged (a gap until the next run), never two.
+ * 3. Verify before returning. A run returns only after a round that read the state and found
+ *    nothing to change. Every write is followed by its writer's own verifying read, so the last
+ *    verifying read in time comes after the last write by anyone: when every run has returned
+ *    successfully, the final state is one the last of them checked — one tagged member (or
+ *    none when there is no candidate). Two concurrent runs whose reads straddle a membership
+ *    change can briefly tag two members (each added after its own clean read); the later
+ *    verification removes one before that run returns.
+ *
+ * Limits: EC2 tag reads are eventually consistent, so "briefly" can outlast a run's verification
+ * by a few seconds in rare cases; the scheduled sweep repairs it. Tags are a hint with no fencing
+ * token. In Lambda, reserved concurrency 1 removes concurrent runs altogether (examples/aws).
+ */
+import type { AwsApi, GroupInstance, TagRow } from './api.js';
+import { compareIds, electionCandidates } from './candidates.js';
+import { BatonError, ExitCode } from '../core/errors.js';
+
+/** ReconcileOptions: the tag key and how many rounds to try. */
+export interface ReconcileOptions {
+  /** Leader tag key (see leaderTagKey). */
+  tag: string;
+  /** Rounds before giving up; default 8 (a clean change takes 3: remove, add, verify). */
+  maxRounds?: number;
+  /** Called with one line per write, for logs. */
+  log?: (line: string) => void;
+}
+
+/** ReconcileResult is the group's state when the run ended. */
+export interface ReconcileResult {
+  readonly group: string;
+  /** The tagged member, or null when the group has no candidate. */
+  readonly leader: string | null;
+  /** Whether the group exists. */
+  readonly exists: boolean;
+  readonly candidates: number;
+  /** Instances the tag was removed from, and the one it was added to (if any). */
+  readonly removed: string[];
+  readonly added: string | null;
+  readonly rounds: number;
+}
+
+/** ReconcileError: the tags did not settle within maxRounds (exit 75; run again). */
+export class ReconcileError extends BatonError {
+  override readonly exitCode: number = ExitCode.tempFail;
+}
+
+/** Plan is what one round found necessary. */
+export interface Plan {
+  readonly leader: string | null;
+  /** Group instances whose tag must go. */
+  readonly remove: string[];
+  /** The instance to tag, when no other member carries the tag any more. */
+  readonly add: string | null;
+}
+
+/**
+ * planRound decides, from one read of members and tags, what must change. `tagged` are the
+ * instances carrying the tag that belong to this group: members, or non-members whose tag value
+ * names the group (terminated or detached instances keep their tags).
+ */
+export function planRound(members: readonly GroupInstance[], tagged: readonly string[]): Plan {
+  const candidates = electionCandidates(members);
+  const taggedSet = new Set(tagged);
+  const leader = candidates.find((id) => taggedSet.has(id)) ?? candidates[0] ?? null;
+  const remove = [...taggedSet].filter((id) => id !== leader).sort(compareIds);
+  // Step 2: an add waits for a round in which nobody else is tagged.
+  const add = leader !== null && !taggedSet.has(leader) && remove.length === 0 ? leader : null;
+  return { leader, remove, add };
+}
+
+/** reconcileGroup runs rounds until a fresh read needs no change. */
+export async function reconcileGroup(api: AwsApi, group: string, options: ReconcileOptions): Promise<ReconcileResult> {
+  const maxRounds = options.maxRounds ?? 8;
+  const removed = new Set<string>();
+  let added: string | null = null;
+  for (let round = 1; round <= maxRounds; round++) {
+    // Two reads are not one snapshot; that is fine, because whatever they disagree on is read
+    // again by the verifying round, which must find nothing to change.
+    const members = await api.groupInstances(group);
+    const rows = await api.tagsWithKey(options.tag);
+    const tagged = ownTagged(group, members ?? [], rows);
+    const plan = planRound(members ?? [], tagged);
+    if (plan.remove.length === 0 && plan.add === null) {
+      return {
+        group,
+        leader: plan.leader,
+        exists: members !== null,
+        candidates: electionCandidates(members ?? []).length,
+        removed: [...removed].sort(compareIds),
+        added,
+        rounds: round,
+      };
+    }
+    if (plan.remove.length > 0) {
+      options.log?.(`${group}: removing ${options.tag} from ${plan.remove.length} instance(s): ${preview(plan.remove)}`);
+      await api.removeTag(plan.remove, options.tag);
+      for (const id of plan.remove) removed.add(id);
+    } else if (plan.add !== null) {
+      options.log?.(`${group}: tagging ${plan.add} as leader`);
+      await api.addTag([plan.add], options.tag, group);
+      added = plan.add;
+    }
+  }
+  throw new ReconcileError(`aws: ${group}: leader tag did not settle after ${maxRounds} rounds (concurrent changes?); run again`);
+}
+
+/** ownTagged picks the tag rows that belong to `group`: its members', or valued with its name. */
+export function ownTagged(group: string, members: readonly GroupInstance[], rows: readonly TagRow[]): string[] {
+  const ids = new Set(members.map((m) => m.instanceId));
+  return [...new Set(rows.filter((r) => ids.has(r.instanceId) || r.value === group).map((r) => r.instanceId))].sort(compareIds);
+}
+
+function preview(ids: string[]): string {
+  return ids.length <= 5 ? ids.join(', ') : `${ids.slice(0, 5).join(', ')} and ${ids.length - 5} more`;
+}

@@ -1,0 +1,168 @@
+/**
+ * `baton aws …`: Auto Scaling helpers — hand-over before termination (drain,
+ * watch-termination) and a one-shot run of the leader-tag reconciler — plus the AWS strategies
+ * of `baton is-leader` (awsIsLeader). Nothing here loads the AWS SDK until a command runs
+ * (src/aws imports it lazily), so `baton --help` and the store commands never pay for it.
+ */
+import { Command, Option } from 'commander';
+import { ExitCode, UsageError } from '../../core/errors.js';
+import { parseDuration } from '../../core/duration.js';
+import { validateIdentity, validateLockName } from '../../core/options.js';
+import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';
+import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
+
+/** AWS_STRATEGIES are the `is-leader --strategy` values served here. */
+export const AWS_STRATEGIES = ['asg-lowest', 'asg-tag'] as const;
+
+/**
+ * awsIsLeader runs an AWS strategy of `baton is-leader` and returns the exit code: 0 leader,
+ * 1 not; errors propagate (69 AWS unreachable, 78 not in a group / refused / SDK missing).
+ */
+export async function awsIsLeader(strategy: string, opts: { json?: boolean; tag?: string }): Promise<number> {
+  quietSdk();
+  const result = strategy === 'asg-lowest' ? await checkLowest() : await checkLeaderTag({ tag: opts.tag });
+  if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+  return result.isLeader ? ExitCode.ok : ExitCode.no;
+}
+
+interface DrainCliOptions extends Omit<CommonOptions, 'lock'> {
+  lock?: string[];
+  hook?: string;
+  group?: string;
+  timeout: string;
+  interval?: string;
+  json?: boolean;
+}
+
+/** register adds `baton aws` and its subcommands. */
+export function register(program: Command): Command {
+  const aws = program
+    .command('aws')
+    .summary('EC2 Auto Scaling: hand over before termination, reconcile the leader tag')
+    .description(
+      'Helpers for EC2 Auto Scaling groups (see docs/aws.md). The leader checks themselves are\n' +
+        '`baton is-leader --strategy asg-lowest|asg-tag`. Needs @aws-sdk/client-auto-scaling (and\n' +
+        '@aws-sdk/client-ec2 for tags).',
+    );
+
+  const drain = aws
+    .command('drain')
+    .summary('step down and release local leases, then complete the termination lifecycle action')
+    .description(
+      'Ask every holder on this host of the --lock leases to step down, wait until each has\n' +
+        'released, then complete the lifecycle action --hook (CONTINUE) for this instance. Run it\n' +
+        'while a termination hook holds the instance in Terminating:Wait. The action is completed\n' +
+        'even if a holder does not release in time (the instance goes away regardless).\n' +
+        'Exit 0 done, 75 a holder did not release within --timeout, 69 store or AWS unreachable,\n' +
+        '78 AWS refused (e.g. no lifecycle action is pending for this instance).',
+    );
+  withDrainOptions(drain).action(async (opts: DrainCliOptions) => {
+    throw new CliExit(await runDrain(opts));
+  });
+
+  const watch = aws
+    .command('watch-termination')
+    .summary('wait until Auto Scaling terminates this instance, then drain')
+    .description(
+      'Poll instance metadata autoscaling/target-lifecycle-state every --interval; when it turns\n' +
+        'Terminated (or Warmed:*), run `baton aws drain` with the same options and exit with its\n' +
+        'code. Run it as a service on every instance of the group.',
+    );
+  withDrainOptions(watch)
+    .option('--interval <d>', 'how often to poll instance metadata', '5s')
+    .action(async (opts: DrainCliOptions) => {
+      quietSdk();
+      const intervalMs = parseDuration(opts.interval ?? '5s', '--interval');
+      checkDrainOptions(opts);
+      const abort = new AbortController();
+      const stop = (sig: NodeJS.Signals) => abort.abort(new CliExit(sig === 'SIGINT' ? 130 : 143));
+      process.once('SIGTERM', stop).once('SIGINT', stop);
+      try {
+        const state = await waitForTermination({ imds: new InstanceMetadata(), intervalMs, signal: abort.signal, log: info });
+        info(`target lifecycle state is ${state}; handing over`);
+      } finally {
+        process.off('SIGTERM', stop).off('SIGINT', stop);
+      }
+      throw new CliExit(await runDrain(opts));
+    });
+
+  aws
+    .command('reconcile')
+    .summary('run the leader-tag reconciler once for the named groups')
+    .description(
+      'Make exactly one InService, Healthy member of each --group carry the leader tag (what the\n' +
+        'Lambda handler does on each notification). Exit 0 when every group settled, 75 if one did\n' +
+        'not (run again), 69 AWS unreachable, 78 AWS refused. Region: AWS_REGION or instance metadata.',
+    )
+    .addOption(new Option('--group <name>', 'Auto Scaling group (repeatable)').argParser(collect).makeOptionMandatory())
+    .addOption(new Option('--tag <key>', 'leader tag key (default app:isLeader)').env('BATON_LEADER_TAG'))
+    .option('--json', 'print the result of each group as JSON')
+    .action(async (opts: { group: string[]; tag?: string; json?: boolean }) => {
+      quietSdk();
+      const tag = leaderTagKey(opts.tag);
+      const api = connectAws({ region: await resolveRegion(new InstanceMetadata()) });
+      try {
+        for (const group of opts.group) {
+          const r = await reconcileGroup(api, group, { tag, log: info });
+          if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+          else info(`${group}: leader ${r.leader ?? 'none'} (${r.candidates} candidate(s))${r.exists ? '' : ' — no such group'}`);
+        }
+      } finally {
+        api.close();
+      }
+      throw new CliExit(ExitCode.ok);
+    });
+  return aws;
+}
+
+function withDrainOptions(cmd: Command): Command {
+  withStoreOption(cmd);
+  return cmd
+    .addOption(new Option('--lock <name>', 'lock to hand over if held on this host (repeatable)').env('BATON_LOCK').argParser(collect))
+    .addOption(new Option('--hook <name>', 'termination lifecycle hook to complete').env('BATON_LIFECYCLE_HOOK'))
+    .option('--group <name>', 'this instance\'s Auto Scaling group (default: looked up)')
+    .option('--identity <id>', 'only hand over leases held by this identity (default: any holder on this host)')
+    .option('--timeout <d>', 'how long to wait for each holder to release', '30s')
+    .option('--json', 'print the outcome as JSON');
+}
+
+function checkDrainOptions(opts: DrainCliOptions): void {
+  if ((opts.lock ?? []).length === 0 && !opts.hook) throw new UsageError('aws drain: give --lock NAME (repeatable), --hook NAME, or both');
+  for (const l of opts.lock ?? []) validateLockName(l, '--lock');
+  if (opts.identity !== undefined) validateIdentity(opts.identity);
+  parseDuration(opts.timeout, '--timeout');
+}
+
+async function runDrain(opts: DrainCliOptions): Promise<number> {
+  quietSdk();
+  checkDrainOptions(opts);
+  const locks = opts.lock ?? [];
+  const store = locks.length > 0 ? await openCliStore({ store: opts.store }) : undefined;
+  try {
+    const result = await drainInstance({
+      store,
+      locks,
+      identity: opts.identity,
+      timeoutMs: parseDuration(opts.timeout, '--timeout'),
+      hook: opts.hook,
+      group: opts.group,
+      log: info,
+    });
+    if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    for (const l of result.locks) if (l.outcome === 'not-held-here') info(`"${l.lock}" is not held on this host; nothing to hand over`);
+    if (result.lifecycleError) info(result.lifecycleError);
+    return result.exitCode;
+  } finally {
+    await store?.close();
+  }
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+// The SDK prints a multi-line notice about future Node versions on every run; a CLI whose
+// stderr is one line per event keeps it quiet unless the user asked for it.
+function quietSdk(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+}

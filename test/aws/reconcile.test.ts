@@ -1,0 +1,249 @@
+/**
+ * The leader-tag reconciler against AwsFake (test/harness/aws-fake.ts) — a stateful fake of the
+ * Auto Scaling and EC2 Query APIs, because no AWS emulator can run here. baton's code and the
+ * real AWS SDK v3 run unchanged; only the endpoints (AWS_ENDPOINT_URL_*) point at the fake.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { AwsFake } from '../harness/aws-fake.js';
+import { connectAws, type AwsApi } from '../../src/aws/api.js';
+import { reconcileGroup } from '../../src/aws/reconcile.js';
+import { AwsRequestError } from '../../src/aws/errors.js';
+import { useFakeInProcess } from './helpers.js';
+
+const TAG = 'app:isLeader';
+let fake: AwsFake;
+let api: AwsApi;
+
+before(async () => {
+  fake = await AwsFake.start();
+  await useFakeInProcess(fake);
+  api = connectAws({ region: fake.region });
+});
+after(async () => {
+  api.close();
+  await fake.stop();
+});
+
+let n = 0;
+function newGroup(size: number, ids?: string[]): { group: string; ids: string[] } {
+  const group = `web-${++n}`;
+  fake.createGroup(group);
+  return { group, ids: fake.launch(group, size, { ids }) };
+}
+
+/** The instances of `group` (members or not) whose leader tag names it. */
+const taggedFor = (group: string) => fake.tagged(TAG, group);
+const reconcile = (group: string) => reconcileGroup(api, group, { tag: TAG });
+
+describe('reconcileGroup', () => {
+  beforeEach(() => {
+    fake.throttleRate = 0;
+    fake.jitterMs = 0;
+    fake.maxPage = Infinity;
+  });
+
+  test('tags the lowest InService instance of a new group, and is a no-op when run again', async () => {
+    const { group, ids } = newGroup(3, ['i-0c', 'i-0a', 'i-0b']);
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-0a');
+    assert.equal(r.added, 'i-0a');
+    assert.deepEqual(taggedFor(group), ['i-0a']);
+    assert.equal(fake.instance('i-0a').tags.get(TAG), group, 'the tag value names the group');
+    const again = await reconcile(group);
+    assert.deepEqual({ leader: again.leader, added: again.added, removed: again.removed, rounds: again.rounds }, { leader: 'i-0a', added: null, removed: [], rounds: 1 });
+    assert.equal(ids.length, 3);
+  });
+
+  test('scale out keeps the current leader even when a lower id joins', async () => {
+    const { group } = newGroup(2, ['i-05', 'i-06']);
+    await reconcile(group);
+    fake.launch(group, 2, { ids: ['i-01', 'i-02'] });
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-05');
+    assert.deepEqual(taggedFor(group), ['i-05']);
+  });
+
+  test('leader terminated: the tag moves to the lowest remaining candidate and leaves the dead instance', async () => {
+    const { group } = newGroup(3, ['i-11', 'i-12', 'i-13']);
+    await reconcile(group);
+    fake.terminate('i-11');
+    assert.deepEqual(taggedFor(group), ['i-11'], 'AWS keeps tags on terminated instances');
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-12');
+    assert.deepEqual(r.removed, ['i-11']);
+    assert.deepEqual(taggedFor(group), ['i-12']);
+  });
+
+  test('a leader going Terminating:Wait or Standby, or turning Unhealthy, loses the tag', async () => {
+    const { group } = newGroup(4, ['i-21', 'i-22', 'i-23', 'i-24']);
+    await reconcile(group);
+    fake.instance('i-21').lifecycle = 'Terminating:Wait';
+    assert.equal((await reconcile(group)).leader, 'i-22');
+    fake.instance('i-22').lifecycle = 'Standby';
+    assert.equal((await reconcile(group)).leader, 'i-23');
+    fake.instance('i-23').healthy = false;
+    assert.equal((await reconcile(group)).leader, 'i-24');
+    assert.deepEqual(taggedFor(group), ['i-24']);
+    fake.instance('i-22').lifecycle = 'InService';
+    assert.equal((await reconcile(group)).leader, 'i-24', 'an instance back from Standby does not take over');
+  });
+
+  test('Pending instances are never chosen', async () => {
+    const { group } = newGroup(0);
+    fake.launch(group, 2, { ids: ['i-31', 'i-32'], lifecycle: 'Pending' });
+    const r = await reconcile(group);
+    assert.equal(r.leader, null);
+    assert.deepEqual(taggedFor(group), []);
+    fake.instance('i-32').lifecycle = 'InService';
+    assert.equal((await reconcile(group)).leader, 'i-32');
+  });
+
+  test('all instances terminated, then new ones launched: the group gets a leader again (seed 004)', async () => {
+    const { group, ids } = newGroup(2, ['i-41', 'i-42']);
+    await reconcile(group);
+    for (const id of ids) fake.terminate(id);
+    const empty = await reconcile(group);
+    assert.equal(empty.leader, null);
+    assert.equal(empty.candidates, 0);
+    assert.deepEqual(taggedFor(group), [], 'no tag survives on the terminated instances');
+    fake.launch(group, 2, { ids: ['i-44', 'i-43'] });
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-43');
+    assert.deepEqual(taggedFor(group), ['i-43']);
+  });
+
+  test('a tag propagated to every instance (value "true") is cut down to one', async () => {
+    const { group, ids } = newGroup(5);
+    for (const id of ids) fake.instance(id).tags.set(TAG, 'true');
+    const r = await reconcile(group);
+    assert.equal(r.leader, ids[0]);
+    assert.deepEqual(fake.tagged(TAG).filter((id) => ids.includes(id)), [ids[0]]);
+    assert.equal(r.removed.length, 4);
+  });
+
+  test('a group that does not exist: tags naming it are removed, nothing else is touched', async () => {
+    const { group: other } = newGroup(1);
+    await reconcile(other);
+    const { group, ids } = newGroup(1);
+    fake.instance(ids[0]!).tags.set(TAG, group);
+    fake.groups.delete(group);
+    fake.instance(ids[0]!).group = null;
+    const r = await reconcile(group);
+    assert.equal(r.exists, false);
+    assert.deepEqual(taggedFor(group), []);
+    assert.equal(taggedFor(other).length, 1, 'another group\'s leader keeps its tag');
+  });
+
+  test('throttling: Throttling / RequestLimitExceeded answers are retried with backoff', async () => {
+    const { group } = newGroup(4);
+    await reconcile(group);
+    fake.terminate(fake.members(group)[0]!);
+    const before = fake.throttled;
+    fake.throttleRate = 0.3;
+    const r = await reconcile(group);
+    fake.throttleRate = 0;
+    assert.equal(r.leader, fake.members(group)[0]);
+    assert.deepEqual(taggedFor(group), [r.leader]);
+    assert.ok(fake.throttled > before, 'the fake did throttle some calls');
+  });
+
+  test('1,000 instances across pages: all tagged by mistake, one remains', async () => {
+    const { group, ids } = newGroup(1000);
+    for (const id of ids) fake.instance(id).tags.set(TAG, 'true');
+    fake.maxPage = 37;
+    const callsBefore = fake.calls.length;
+    const r = await reconcile(group);
+    const calls = fake.calls.slice(callsBefore);
+    assert.equal(r.leader, [...ids].sort()[0]);
+    assert.equal(r.removed.length, 999);
+    assert.deepEqual(fake.tagged(TAG).filter((id) => ids.includes(id)), [r.leader]);
+    const pages = calls.filter((c) => c.action === 'DescribeTags' && c.params.has('NextToken')).length;
+    assert.ok(pages >= 1000 / 37 - 1, `DescribeTags followed NextToken (${pages} continuation pages)`);
+    const deletes = calls.filter((c) => c.action === 'DeleteTags');
+    assert.ok(deletes.length >= 10, 'DeleteTags went out in batches');
+    assert.ok(deletes.every((c) => !c.params.has('ResourceId.101')), 'no batch above 100 ids');
+  });
+
+  test('partial failure: a failed CreateTags leaves no leader (never two); the next run repairs', async () => {
+    const { group, ids } = newGroup(3);
+    await reconcile(group);
+    fake.terminate(ids[0]!);
+    fake.failNext('CreateTags', 'UnauthorizedOperation', { status: 403 });
+    await assert.rejects(reconcile(group), AwsRequestError);
+    assert.deepEqual(taggedFor(group), [], 'the old tag was removed first; the new one was never added');
+    assert.equal((await reconcile(group)).leader, ids[1]);
+    assert.deepEqual(taggedFor(group), [ids[1]]);
+  });
+
+  test('partial failure: DeleteTags failing half-way never adds a second tag', async () => {
+    const { group, ids } = newGroup(250);
+    for (const id of ids) fake.instance(id).tags.set(TAG, 'true');
+    fake.failNext('DeleteTags', 'UnauthorizedOperation', { status: 403, after: 1 });
+    await assert.rejects(reconcile(group), AwsRequestError);
+    const still = fake.tagged(TAG).filter((id) => ids.includes(id));
+    assert.equal(still.length, 150, 'the first batch of 100 went through, the second failed');
+    assert.ok(still.includes(ids[0]!), 'the chosen leader kept its tag');
+    assert.equal((await reconcile(group)).removed.length, 149);
+    assert.equal(fake.tagged(TAG).filter((id) => ids.includes(id)).length, 1);
+  });
+});
+
+describe('concurrent reconciles', () => {
+  before(() => {
+    fake.jitterMs = 8;
+  });
+  after(() => {
+    fake.jitterMs = 0;
+  });
+
+  test('two runs over the same state never tag two instances, even for a moment', async () => {
+    for (let round = 0; round < 8; round++) {
+      const { group } = newGroup(5);
+      fake.maxTagged.delete(group);
+      const [a, b] = await Promise.all([reconcile(group), reconcile(group)]);
+      assert.equal(a.leader, b.leader);
+      assert.deepEqual(taggedFor(group), [a.leader]);
+      assert.equal(fake.maxTagged.get(group), 1, 'at most one instance carried the tag at any time');
+    }
+  });
+
+  test('a run whose add lands after another run finished removes the extra tag before returning', async () => {
+    // Forced interleaving: run 1 reads B, C as candidates and is about to tag B; meanwhile A goes
+    // InService and run 2 tags A and returns. Run 1's delayed add makes two tagged — its own
+    // verifying round must take one away again.
+    const { group } = newGroup(2, ['i-0b1', 'i-0c1']);
+    fake.launch(group, 1, { ids: ['i-0a1'], lifecycle: 'Pending' });
+    const held = fake.hold('CreateTags');
+    const first = reconcile(group);
+    await held.reached;
+    fake.instance('i-0a1').lifecycle = 'InService';
+    const second = await reconcile(group);
+    assert.equal(second.leader, 'i-0a1');
+    assert.deepEqual(taggedFor(group), ['i-0a1']);
+    held.release();
+    const r = await first;
+    assert.deepEqual(taggedFor(group), ['i-0a1'], 'one tagged after both returned');
+    assert.equal(r.leader, 'i-0a1');
+    assert.equal(fake.maxTagged.get(group), 2, 'the delayed add did make two tagged for a moment');
+  });
+
+  test('two runs straddling membership changes: exactly one current candidate tagged once both return', async () => {
+    const { group } = newGroup(3);
+    await reconcile(group);
+    for (let round = 0; round < 10; round++) {
+      const first = reconcile(group);
+      await new Promise((r) => setTimeout(r, Math.random() * 20));
+      // Change who may lead while the first run is in flight: a lower id joins, the leader dies.
+      fake.launch(group, 1, { ids: [`i-00${round}`] });
+      const leader = taggedFor(group)[0];
+      if (leader && round % 2 === 0) fake.terminate(leader);
+      const second = reconcile(group);
+      await Promise.all([first, second]);
+      const candidates = fake.members(group).filter((id) => fake.instance(id).lifecycle === 'InService');
+      const tagged = taggedFor(group);
+      assert.equal(tagged.length, 1, `round ${round}: one tagged (${tagged.join(', ')})`);
+      assert.ok(candidates.includes(tagged[0]!), `round ${round}: the tagged instance is a current candidate`);
+    }
+  });
+});
