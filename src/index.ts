@@ -40,3 +40,4 @@ export {
 } from './core/errors.js';
 export { instrumentElector, type InstrumentOptions, type ElectorInstrumentation } from './metrics/index.js';
 export { createLeaderServer, type LeaderServer, type LeaderServerOptions, type LeaderView, type TimelineEntry } from './server/index.js';
+export * from './jobs/index.js';

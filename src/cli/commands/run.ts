@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { ExitCode, LeaseLostError } from '../../core/errors.js';
 import { parseDuration } from '../../core/duration.js';
-import type { ElectedEvent, LeaderElector, StoppedEvent } from '../../core/elector.js';
+import type { ElectedEvent, LeaderElector } from '../../core/elector.js';
 import {
   CliExit,
   info,
@@ -14,7 +14,8 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { Supervisor, type CommandExit } from '../supervisor.js';
+import type { Supervisor } from '../supervisor.js';
+import { exitCodeOf, superviseTerm } from '../lead.js';
 import { constants } from 'node:os';
 const signals = constants.signals as Record<string, number>;
 
@@ -78,33 +79,24 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       const won = await campaign(elector, giveUp.signal, o.timeoutMs);
       info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
       const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(won.term) };
-      current = new Supervisor(elector, argv, env);
-      const lost = new Promise<StoppedEvent>((resolve) => {
-        const on = (e: StoppedEvent) => {
-          if (e.term === won.term) {
-            elector.off('stopped', on);
-            resolve(e);
-          }
-        };
-        elector.on('stopped', on);
-      });
-      const first = await Promise.race([current.exited.then((x) => ({ kind: 'exit' as const, x })), lost.then((e) => ({ kind: 'lost' as const, e }))]);
-      if (first.kind === 'lost') {
-        current.stop();
-        info(`leadership of "${elector.lock}" lost (${first.e.reason}); stopping ${argv[0]}`);
+      let stopping: Promise<void> | undefined;
+      const run = superviseTerm(elector, won.term, argv, env, (reason) => {
+        info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
         // Not running again: stop campaigning now, or the elector may win the lease back (a new
         // term, for nothing) while the command is still shutting down.
-        const stopping = interrupted || !o.keepRunning ? elector.stop() : undefined;
-        await current.exited;
+        if (interrupted || !o.keepRunning) stopping = elector.stop();
+      });
+      current = run.supervisor;
+      const first = await run.done;
+      current = undefined;
+      if (first.kind === 'lost') {
         await stopping;
-        current = undefined;
         if (interrupted || !o.keepRunning) return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.tempFail;
         continue;
       }
-      current = undefined;
-      const code = exitCodeOf(first.x);
-      if (first.x.spawnError) info(`cannot run ${argv[0]}: ${first.x.spawnError}`);
-      if (interrupted || !o.keepRunning || first.x.spawnError) return code;
+      const code = exitCodeOf(first.exit);
+      if (first.exit.spawnError) info(`cannot run ${argv[0]}: ${first.exit.spawnError}`);
+      if (interrupted || !o.keepRunning || first.exit.spawnError) return code;
       info(`${argv[0]} exited with ${code}; releasing and campaigning again`);
       await elector.resign();
     }
@@ -122,11 +114,5 @@ async function campaign(elector: LeaderElector, giveUp: AbortSignal, timeoutMs?:
     if (err instanceof CliExit) throw err;
     throw new LeaseLostError(`run: not elected leader of "${elector.lock}" within the --timeout (held by ${elector.leader()?.holder ?? 'nobody'})`);
   }
-}
-
-function exitCodeOf(x: CommandExit): number {
-  if (x.code !== null) return x.code;
-  if (x.signal) return 128 + (signals[x.signal] ?? 0);
-  return 1;
 }
 

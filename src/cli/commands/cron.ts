@@ -1,0 +1,136 @@
+import { Command, Option } from 'commander';
+import { UsageError } from '../../core/errors.js';
+import type { LeaderElector } from '../../core/elector.js';
+import type { LeaseStore } from '../../core/store.js';
+import { CronJob, type CronRunner } from '../../jobs/cron.js';
+import { Schedule, validateMissedPolicy, type MissedPolicy } from '../../jobs/schedule.js';
+import { requireLedger } from '../../jobs/ledger-keys.js';
+import { formatCronStatus, readCronStatuses } from '../../jobs/cron-status.js';
+import type { RunOutcome } from '../../jobs/runner.js';
+import {
+  CliExit,
+  info,
+  makeElector,
+  openCliStore,
+  requireCommand,
+  requireLock,
+  resolveTimingOptions,
+  withLockOption,
+  withStoreOption,
+  withTimingOptions,
+  type CommonOptions,
+} from '../common.js';
+import { exitCodeOf, superviseTerm } from '../lead.js';
+import type { Supervisor } from '../supervisor.js';
+import { statusSections, type StatusSection } from './status.js';
+
+interface CronCliOptions extends CommonOptions {
+  schedule?: string;
+  tz?: string;
+  missed?: string;
+}
+
+/** register adds `baton cron` and its section of `baton status`. */
+export function register(program: Command): void {
+  const cmd = program
+    .command('cron')
+    .summary('run a command on a cron schedule, on the leader only')
+    .description(
+      'Every instance runs the same line; only the leader of the lock runs the schedule. Each slot is\n' +
+        'claimed in the store\'s ledger with the leader\'s term before COMMAND starts, so it runs at most\n' +
+        'once fleet-wide, across failovers, restarts and clocks that disagree. COMMAND gets BATON_SLOT\n' +
+        '(the scheduled instant, ISO 8601), BATON_TERM, BATON_LOCK and BATON_IDENTITY. A run that\n' +
+        'outlasts leadership is stopped like `baton run` does and recorded as cut, never retried.\n' +
+        'Missed slots (after a failover or downtime): --missed latest (default) runs the most recent\n' +
+        'one once, if it is younger than one interval; --missed skip never catches up.\n' +
+        'SIGINT/SIGTERM: forwarded to a running COMMAND; baton records its outcome, releases, exits 0.',
+    )
+    .argument('<command...>', 'the command to run, after --');
+  withStoreOption(cmd);
+  withLockOption(cmd);
+  withTimingOptions(cmd);
+  cmd
+    .addOption(new Option('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first (e.g. "*/5 * * * *")').env('BATON_SCHEDULE'))
+    .addOption(new Option('--tz <zone>', 'IANA time zone the schedule is read in (default UTC)').env('BATON_TZ'))
+    .addOption(new Option('--missed <policy>', 'missed slots: latest (default) or skip'))
+    .action(async (words: string[], opts: CronCliOptions) => {
+      const lock = requireLock(opts);
+      if (opts.schedule === undefined) throw new UsageError('cron: missing --schedule "CRON" (e.g. --schedule "*/5 * * * *")');
+      const argv = requireCommand(words, 'cron');
+      const schedule = new Schedule(opts.schedule, opts.tz ?? 'UTC', { schedule: '--schedule', timezone: '--tz' });
+      const missed = validateMissedPolicy(opts.missed ?? 'latest', '--missed');
+      const timing = resolveTimingOptions(opts);
+      const store = await openCliStore(opts);
+      try {
+        requireLedger(store, 'cron');
+        const elector = makeElector(store, opts, lock, timing);
+        throw new CliExit(await cronLoop(store, elector, argv, schedule, missed));
+      } finally {
+        await store.close().catch(() => {});
+      }
+    });
+  if (!statusSections.includes(cronSection)) statusSections.push(cronSection);
+}
+
+/** cronSection adds the last cron slots and their outcome to `baton status`. */
+const cronSection: StatusSection = async (store, lock, json) => {
+  if (!store.capabilities.ledger || !store.ledger) return undefined;
+  const statuses = await readCronStatuses(store.ledger, lock);
+  if (statuses.length === 0) return undefined;
+  return {
+    json: { cron: lock ? statuses[0] : statuses },
+    text: json ? undefined : statuses.map((s) => formatCronStatus(s)).join('\n'),
+  };
+};
+
+async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy): Promise<number> {
+  let current: Supervisor | undefined;
+  let interrupted: NodeJS.Signals | undefined;
+  const name = argv[0];
+  const runner: CronRunner = async (ctx) => {
+    const run = superviseTerm(elector, ctx.term, argv, { ...process.env, ...ctx.env }, (reason) =>
+      info(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`),
+    );
+    current = run.supervisor;
+    const onAbort = () => run.supervisor.stop();
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const r = await run.done;
+      const code = exitCodeOf(r.exit);
+      if (r.kind === 'lost') return { kind: 'cut', reason: `leadership lost (${r.reason})`, exitCode: code };
+      if (r.exit.spawnError) return { kind: 'exit', exitCode: 127, error: `cannot run ${name}: ${r.exit.spawnError}` };
+      if (interrupted && code !== 0) return { kind: 'cut', reason: `interrupted by ${interrupted}`, exitCode: code };
+      return { kind: 'exit', exitCode: code, signal: r.exit.signal } satisfies RunOutcome;
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      current = undefined;
+    }
+  };
+  const job = new CronJob(store, elector.lock, { schedule: schedule.expression, timezone: schedule.timezone, missed, elector }, runner);
+  elector.on('storeError', (err) => info(`store error: ${err.message}`));
+  elector.on('elected', (e) => info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${e.term}); running "${schedule.expression}" (${schedule.timezone})`));
+  elector.on('stopped', (e) => info(`stopped leading "${elector.lock}" (term ${e.term}, ${e.reason})`));
+  job.on('storeError', (err) => info(`cron: store error: ${err.message}`));
+  job.on('stale', (e) => info(`cron: the ledger already shows term ${e.newerTerm}; term ${e.term} is stale and claims nothing`));
+  job.on('skipped', (e) => info(`cron: ${e.count} missed slot(s) skipped (through ${new Date(e.throughMs).toISOString()})`));
+  job.on('claimed', (r) => info(`slot ${r.slot}: starting ${name} (term ${r.term}${r.late ? ', missed slot caught up late' : ''})`));
+  job.on('finished', (r) => {
+    const exit = r.outcome.exitCode !== undefined && r.outcome.exitCode !== null ? ` (exit ${r.outcome.exitCode})` : '';
+    info(`slot ${r.slot}: ${r.status}${exit}${r.outcome.kind === 'cut' ? `: ${r.outcome.reason}` : r.outcome.error ? `: ${r.outcome.error}` : ''}`);
+  });
+
+  const stopped = new Promise<void>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      interrupted ??= sig;
+      current?.signal(sig);
+      resolve();
+    };
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
+  });
+  job.start();
+  await stopped;
+  info(`${interrupted}: stopping; ${current ? `waiting for ${name} to exit` : 'no run in progress'}`);
+  // The running command got the signal; let it end by itself so its real outcome is recorded.
+  await job.stop({ abortRun: false });
+  return 0;
+}
