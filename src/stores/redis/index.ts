@@ -26,7 +26,8 @@
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { BatonError, InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
+import { InvalidConfigError, StoreClosedError, errorMessage } from '../../core/errors.js';
+import { BoundedCalls } from './calls.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
 import { LEASE_FIELDS, decodeHash, decodeWriteReply, encodeData } from './codec.js';
 import { RedisLedger, byCodeUnit, globEscape } from './ledger.js';
@@ -62,12 +63,10 @@ export class RedisStore implements LeaseStore {
   readonly timeoutMs: number;
   /** The server, with any password hidden, for messages. */
   readonly label: string;
-  /** The last error the command connection reported (connections retry on their own). */
-  lastError?: Error;
   private readonly client: Redis;
   private readonly ownsClient: boolean;
+  private readonly calls: BoundedCalls;
   private readonly watcher: RedisWatcher;
-  private readyPromise?: Promise<void>;
   private closed = false;
 
   constructor(options: RedisStoreOptions) {
@@ -89,15 +88,18 @@ export class RedisStore implements LeaseStore {
       this.label = conn.label;
       this.client = new (loadIoredis())(clientOptions({ ...conn, timeoutMs }));
       this.ownsClient = true;
-      // The 'error' event must always have a listener, or ioredis prints every reconnect failure.
-      this.client.on('error', (err: Error) => {
-        this.lastError = err;
-      });
-      this.client.connect().catch(() => {}); // failures surface on use; retryStrategy keeps trying
     }
     this.prefix = checkPrefix(prefix ?? DEFAULT_PREFIX);
     this.timeoutMs = timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 1) throw new InvalidConfigError(`redis: timeoutMs must be a positive number, got ${this.timeoutMs}`);
+    this.calls = new BoundedCalls(this.client, { label: this.label, timeoutMs: this.timeoutMs, isClosed: () => this.closed });
+    if (this.ownsClient) {
+      // The 'error' event must always have a listener, or ioredis prints every reconnect failure.
+      this.client.on('error', (err: Error) => {
+        this.calls.lastError = err;
+      });
+      this.client.connect().catch(() => {}); // failures surface on use; retryStrategy keeps trying
+    }
     this.ledger = new RedisLedger({ client: this.client, keyPrefix: `${this.prefix}ledger:`, run: (what, fn) => this.run(what, fn) });
     this.watcher = new RedisWatcher({
       connect: () =>
@@ -239,41 +241,8 @@ export class RedisStore implements LeaseStore {
     return key.startsWith(head) && key.endsWith(tail) && key.length > head.length + tail.length ? key.slice(head.length, -tail.length) : undefined;
   }
 
-  /**
-   * run performs one operation within the timeout: it waits (at most that long) for the
-   * connection to be ready, so nothing is ever queued for later, then translates any failure
-   * into StoreUnavailableError.
-   */
-  private async run<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    if (this.closed) throw new StoreClosedError('redis');
-    const deadline = performance.now() + this.timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs}ms`)), this.timeoutMs);
-    });
-    try {
-      if (this.client.status !== 'ready') await Promise.race([this.whenReady(), timeout]);
-      if (performance.now() >= deadline) throw new Error(`no answer within ${this.timeoutMs}ms`);
-      return await Promise.race([fn(), timeout]);
-    } catch (err) {
-      if (err instanceof BatonError) throw err;
-      throw new StoreUnavailableError(`redis: ${this.label}: ${what}: ${errorMessage(err)}`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** whenReady resolves on the client's next 'ready'; one listener however many callers wait. */
-  private whenReady(): Promise<void> {
-    if (this.client.status === 'end' && !this.ownsClient) return Promise.reject(new Error('the connection is closed'));
-    if (this.client.status === 'wait') this.client.connect().catch(() => {});
-    this.readyPromise ??= new Promise<void>((resolve) => {
-      this.client.once('ready', () => {
-        this.readyPromise = undefined;
-        resolve();
-      });
-    });
-    return this.readyPromise;
+  private run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return this.calls.run(what, fn);
   }
 }
 

@@ -118,7 +118,10 @@ export class RedisWatcher {
     } catch (err) {
       this.lastError = err as Error;
       // Still connected but the subscription failed (e.g. it timed out): try again shortly.
-      if (!this.closed && sub === this.sub) this.retryTimer = setTimeout(() => sub.status === 'ready' && void this.onReady(sub), 500);
+      if (!this.closed && sub === this.sub) {
+        this.retryTimer = setTimeout(() => sub.status === 'ready' && void this.onReady(sub), 500);
+        this.retryTimer.unref();
+      }
       return;
     }
     this.everReady = true;
