@@ -14,24 +14,29 @@ export interface ServeProcess {
   identity: string;
 }
 
-/** startServe spawns `baton serve ARGS` and waits for its `listening` line. */
+/**
+ * startServe spawns `baton serve ARGS` (JSON logs unless ARGS say otherwise; ARGS come last, so
+ * they win) and waits until it listens; the URL comes from its `listening` line, in either format.
+ */
 export async function startServe(args: string[], env: NodeJS.ProcessEnv, started: BatonProcess[]): Promise<ServeProcess> {
   const proc = new BatonProcess(['serve', '--listen', '127.0.0.1:0', '--log-format', 'json', ...args], { env });
   started.push(proc);
-  const line = await waitFor(
+  const url = await waitFor(
     'baton serve to listen',
     () => {
       if (proc.done) throw new Error(`baton serve exited early:\n${proc.stderr}`);
-      return logLines(proc.stderr).find((l) => l.event === 'listening');
+      return /serving \\?"[^"\\]*\\?" on (http:\/\/[0-9.:[\]]+)/.exec(proc.stderr)?.[1];
     },
     15_000,
   );
-  return { proc, url: String(line.url), identity: String(line.identity) };
+  const identity = (await getJson(`${url}/leader`)).body.identity as string;
+  return { proc, url, identity };
 }
 
-/** logLines parses JSON log lines (every stderr line must be JSON with --log-format json). */
+/** logLines parses the complete JSON log lines so far (with --log-format json every line must be JSON). */
 export function logLines(stderr: string): Record<string, unknown>[] {
   return stderr
+    .slice(0, stderr.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => {
