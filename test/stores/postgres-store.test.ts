@@ -164,6 +164,37 @@ describe('postgres: schema and fencing', () => {
   });
 });
 
+describe('postgres: permissions', () => {
+  it('a role with only the documented grants uses tables a DBA created; without them it gets StoreUnavailableError', async () => {
+    const owner = store('?schema=perm&table=perm_leases');
+    await owner.read('create-the-tables');
+    await admin.query(`DROP ROLE IF EXISTS baton_app`);
+    await admin.query(`CREATE ROLE baton_app LOGIN`);
+    await admin.query(`GRANT USAGE ON SCHEMA perm TO baton_app`);
+    await admin.query(`GRANT SELECT, INSERT, UPDATE ON perm.perm_leases, perm.perm_leases_terms, perm.perm_leases_ledger TO baton_app`);
+    await admin.query(`GRANT USAGE ON SEQUENCE perm.perm_leases_revision TO baton_app`);
+    const url = `postgres://baton_app@127.0.0.1:${server.port}/postgres`;
+    const app = store({ connectionString: `${url}?schema=perm&table=perm_leases` });
+    const lock = lockName('perm');
+    const seen: unknown[] = [];
+    const off = app.watch!(lock, (r) => seen.push(r));
+    try {
+      await until('LISTEN in place', () => app.listening);
+      const w = await app.write(lock, null, acquire('alice'));
+      assert.ok(w.ok);
+      const renewed = await app.renewMany!([{ lock, expected: w.record.revision, next: keep('alice') }]);
+      assert.ok(renewed[0]!.ok);
+      assert.ok((await app.ledger!.put(`${lock}/k`, null, 'v')).ok);
+      assert.equal((await app.list!()).length >= 1, true);
+      await until('notifications', () => seen.length >= 2);
+    } finally {
+      off();
+    }
+    const denied = store({ connectionString: `${url}?schema=perm&table=other_perm_leases` });
+    await assert.rejects(denied.read('x'), (err: unknown) => err instanceof StoreUnavailableError && /permission denied.*42501/.test(err.message));
+  });
+});
+
 describe('postgres: batch renewal', () => {
   it('renewMany renews N leases in one round trip and reports each failure with the current row', async () => {
     const pool = new pg.Pool({ connectionString: server.url, max: 2 });
