@@ -119,6 +119,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private again = false;
   private pendingRelease?: LeaseRecord;
   private stepDownAsked = false;
+  private holdOffUntilMs = 0;
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -179,10 +180,10 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   async resign(): Promise<void> {
     const l = this.leadership;
     if (!l) return;
+    this.holdOff();
     this.stepDown('resigned');
     await this.release(l.record).catch((err) => this.reportError(err));
     this.observed = undefined;
-    this.schedule(this.jittered());
   }
 
   /** isLeader tells, synchronously and by the monotonic deadline, whether this candidate leads. */
@@ -297,6 +298,12 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** One campaign step: look at the record and acquire it if it is free or has expired. */
   private async campaign(): Promise<void> {
+    const holdOffMs = this.holdOffUntilMs - this.clock.monotonicMs();
+    if (holdOffMs > 0) {
+      if (this.notified !== NOTHING && this.notified !== undefined) this.observe(this.notified);
+      this.notified = NOTHING;
+      return this.schedule(holdOffMs);
+    }
     let record: LeaseRecord | null;
     if (this.notified !== NOTHING && this.notified !== undefined) {
       record = this.notified;
@@ -420,9 +427,20 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   private async stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
+    this.holdOff();
     this.stepDown(reason);
     await this.release(l.record);
-    this.schedule(this.jittered());
+  }
+
+  /**
+   * holdOff keeps a candidate that gave the lease up on purpose from campaigning for one
+   * jittered retry period, so a waiting standby wins the handover. Without it, the release's
+   * own notification would wake this elector first.
+   */
+  private holdOff(): void {
+    const ms = this.jittered();
+    this.holdOffUntilMs = this.clock.monotonicMs() + ms;
+    this.schedule(ms);
   }
 
   /** stepDown ends leadership at once: abort the signal, then emit `stopped`. Never awaits. */

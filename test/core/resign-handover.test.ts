@@ -1,16 +1,7 @@
 /**
- * Minimal reproduction of a core elector issue that `POST /step-down` depends on (reported,
- * not fixed here: src/core/elector.ts is not this feature's file).
- *
- * `resign()` promises to keep campaigning only "after one retry period, so another candidate is
- * likely to win first". But on a notifying store that delivers this process's own writes
- * (memory, SQLite), the release write notifies the resigning elector itself; `onNotify` kicks
- * `campaign()` with the free record at once, and it re-acquires before `resign()` has even
- * scheduled its pause. The standby never wins. The step-down flag (`requestStepDown`, used by
- * `baton release`) has the same outcome across processes: `stepDownAndRelease` releases inside
- * a reconcile, the self-notification sets `again`, and the loop re-acquires before the other
- * process has even polled. Marked `todo` until the core is fixed, so they run and show the
- * failure without failing the suite.
+ * A voluntary handover goes to the waiting standby: after resign() or a step-down request, the
+ * old leader holds off for a retry period instead of re-acquiring on its own release
+ * notification (found by the serve tests; fixed in the elector's holdOff).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,7 +10,7 @@ import { MemoryStore } from '../../src/stores/memory/index.js';
 
 const TIMING = { leaseDurationMs: 2000, renewDeadlineMs: 1400, retryPeriodMs: 400 };
 
-test('resign() hands the lease to the waiting standby (memory store)', { todo: 'core: the resigner re-acquires on its own release notification' }, async () => {
+test('resign() hands the lease to the waiting standby (memory store)', async () => {
   const store = new MemoryStore();
   const a = new LeaderElector({ store, lock: 'handover', identity: 'a', ...TIMING }).start();
   await a.elected();
@@ -34,7 +25,7 @@ test('resign() hands the lease to the waiting standby (memory store)', { todo: '
   }
 });
 
-test('a step-down request hands the lease to the standby (SQLite, one connection each, as two processes)', { todo: 'core: the released holder re-acquires at once' }, async () => {
+test('a step-down request hands the lease to the standby (SQLite, one connection each, as two processes)', async () => {
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { join } = await import('node:path');
   const { tmpdir } = await import('node:os');
