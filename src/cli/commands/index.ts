@@ -5,9 +5,10 @@ import { register as status } from './status.js';
 import { register as release } from './release.js';
 import { register as demo } from './demo.js';
 import { register as serve } from './serve.js';
+import { register as aws } from './aws.js';
 import { register as cron } from './cron.js';
 import { register as once } from './once.js';
 import { register as lock } from './lock.js';
 
 /** COMMANDS registers every subcommand, in the order `baton --help` lists them. */
-export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve, cron, once, lock];
+export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve, aws, cron, once, lock];

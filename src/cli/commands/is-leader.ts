@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { Command } from 'commander';
-import { ExitCode } from '../../core/errors.js';
+import { Command, Option } from 'commander';
+import { ExitCode, UsageError } from '../../core/errors.js';
 import type { LeaseRecord } from '../../core/store.js';
 import { CliExit, openCliStore, requireLock, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { validateIdentity } from '../../core/options.js';
@@ -21,11 +21,22 @@ export function register(program: Command): Command {
     .summary('exit 0 if this host (or --identity) holds the lock, 1 if not')
     .description(
       'Exit 0 if ID — by default, any holder whose recorded hostname is this host\'s — holds a live\n' +
-        'lease on the lock, 1 if not, 69 if the store cannot be reached.',
+        'lease on the lock, 1 if not, 69 if the store cannot be reached. With --strategy asg-lowest or\n' +
+        'asg-tag it asks EC2 Auto Scaling instead (no store): 0 leader, 1 not, 69 AWS unreachable.',
     );
   withStoreOption(cmd);
   withLockOption(cmd);
-  cmd.option('--identity <id>', 'the holder to check for (default: any holder on this host)').action(async (opts: CommonOptions) => {
+  // AWS strategies (docs/aws.md) live in ./aws.ts, imported only when asked for.
+  cmd
+    .addOption(new Option('--strategy <name>', 'lease: a live lease in --store; asg-lowest / asg-tag: EC2 Auto Scaling').choices(['lease', 'asg-lowest', 'asg-tag']).default('lease'))
+    .option('--json', 'print what was checked as JSON (asg-lowest, asg-tag)')
+    .addOption(new Option('--tag <key>', 'leader tag key for asg-tag (default app:isLeader)').env('BATON_LEADER_TAG'));
+  cmd.option('--identity <id>', 'the holder to check for (default: any holder on this host)').action(async (opts: CommonOptions & { strategy?: string; json?: boolean; tag?: string }) => {
+    if (opts.strategy !== undefined && opts.strategy !== 'lease') {
+      const { awsIsLeader } = await import('./aws.js');
+      throw new CliExit(await awsIsLeader(opts.strategy, opts));
+    }
+    if (opts.json) throw new UsageError('is-leader: --json is available with --strategy asg-lowest or asg-tag');
     const lock = requireLock(opts);
     const identity = opts.identity !== undefined ? validateIdentity(opts.identity) : undefined;
     const store = await openCliStore(opts);

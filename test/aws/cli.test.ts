@@ -1,0 +1,117 @@
+/**
+ * `baton is-leader --strategy asg-lowest|asg-tag` and `baton aws reconcile` as real processes,
+ * against AwsFake (test/harness/aws-fake.ts) — a stateful fake of Auto Scaling, EC2 and instance
+ * metadata, because no AWS emulator can run here. The CLI finds it only through the standard
+ * settings: AWS_ENDPOINT_URL_AUTO_SCALING, AWS_ENDPOINT_URL_EC2, AWS_EC2_METADATA_SERVICE_ENDPOINT,
+ * dummy credentials, and no AWS_REGION (the region comes from instance metadata).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { AwsFake } from '../harness/aws-fake.js';
+import { runBaton } from './helpers.js';
+
+let fake: AwsFake;
+before(async () => {
+  fake = await AwsFake.start();
+  fake.createGroup('web');
+  fake.launch('web', 1, { ids: ['i-0aaa'], lifecycle: 'Standby' });
+  fake.launch('web', 3, { ids: ['i-0bbb', 'i-0ccc', 'i-0ddd'] });
+  fake.instance('i-0bbb').tags.set('app:isLeader', 'web');
+  fake.instance('i-0ddd').metadataTags = false;
+});
+after(() => fake.stop());
+
+const isLeader = async (id: string, args: string[], extra: NodeJS.ProcessEnv = {}) => runBaton(['is-leader', ...args], { ...(await fake.env(id)), ...extra });
+
+test('asg-lowest: exit 0 on the lowest InService instance, 1 elsewhere (Standby does not count)', async () => {
+  const [leader, other, standby] = await Promise.all([
+    isLeader('i-0bbb', ['--strategy', 'asg-lowest']),
+    isLeader('i-0ccc', ['--strategy', 'asg-lowest']),
+    isLeader('i-0aaa', ['--strategy', 'asg-lowest']),
+  ]);
+  assert.deepEqual([leader.code, other.code, standby.code], [0, 1, 1]);
+  assert.equal(leader.stdout, '', 'nothing on stdout without --json');
+  assert.equal(leader.stderr, '', 'nothing on stderr either (the SDK notice is quieted)');
+});
+
+test('asg-lowest --json prints the group, the candidates and the leader', async () => {
+  const r = await isLeader('i-0ccc', ['--strategy', 'asg-lowest', '--json']);
+  assert.equal(r.code, 1);
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.group, 'web');
+  assert.equal(out.region, fake.region, 'region from instance metadata');
+  assert.deepEqual(out.candidates, ['i-0bbb', 'i-0ccc', 'i-0ddd']);
+  assert.equal(out.leader, 'i-0bbb');
+  assert.equal(out.instanceId, 'i-0ccc');
+  assert.equal(out.isLeader, false);
+  assert.deepEqual(out.excluded, [{ instanceId: 'i-0aaa', lifecycleState: 'Standby', healthStatus: 'Healthy' }]);
+});
+
+test('asg-tag: the tag through instance metadata, or DescribeTags when metadata tags are off', async () => {
+  const [tagged, untagged, noMd] = await Promise.all([
+    isLeader('i-0bbb', ['--strategy', 'asg-tag', '--json']),
+    isLeader('i-0ccc', ['--strategy', 'asg-tag', '--json']),
+    isLeader('i-0ddd', ['--strategy', 'asg-tag', '--json']),
+  ]);
+  assert.deepEqual([tagged.code, untagged.code, noMd.code], [0, 1, 1]);
+  assert.deepEqual(JSON.parse(tagged.stdout), { strategy: 'asg-tag', instanceId: 'i-0bbb', tag: 'app:isLeader', value: 'web', source: 'instance-metadata', isLeader: true });
+  assert.equal(JSON.parse(noMd.stdout).source, 'DescribeTags');
+  fake.instance('i-0ddd').tags.set('team:lead', 'web');
+  const custom = await isLeader('i-0ddd', ['--strategy', 'asg-tag', '--tag', 'team:lead']);
+  assert.equal(custom.code, 0, 'DescribeTags finds the custom tag');
+});
+
+test('exit 69 with one line on stderr when AWS or instance metadata cannot be reached', async () => {
+  const api = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_ENDPOINT_URL_AUTO_SCALING: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '2' });
+  assert.equal(api.code, 69);
+  assert.match(api.stderr, /^baton: aws: DescribeAutoScalingInstances: .*\n$/);
+  const md = await isLeader('i-0bbb', ['--strategy', 'asg-tag'], { AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9' });
+  assert.equal(md.code, 69);
+  assert.match(md.stderr, /^baton: aws: instance metadata at http:\/\/127\.0\.0\.1:9 cannot be reached.*\n$/);
+  const ec2 = await isLeader('i-0ddd', ['--strategy', 'asg-tag'], { AWS_ENDPOINT_URL_EC2: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '1' });
+  assert.equal(ec2.code, 69);
+});
+
+test('exit 69 when throttling outlasts the retries; throttling within them is absorbed', async () => {
+  fake.failNext('DescribeAutoScalingGroups', 'Throttling', { times: 2 });
+  const absorbed = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_MAX_ATTEMPTS: '3' });
+  assert.equal(absorbed.code, 0);
+  fake.failNext('DescribeAutoScalingGroups', 'Throttling', { times: 2 });
+  const spent = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_MAX_ATTEMPTS: '2' });
+  assert.equal(spent.code, 69);
+  assert.match(spent.stderr, /Throttling/);
+});
+
+test('exit 78 for an instance in no group, and for AWS refusing the call', async () => {
+  fake.createGroup('gone');
+  const [id] = fake.launch('gone', 1);
+  fake.instance(id!).group = null;
+  const r = await isLeader(id!, ['--strategy', 'asg-lowest']);
+  assert.equal(r.code, 78);
+  assert.match(r.stderr, /is not in an Auto Scaling group/);
+  fake.failNext('DescribeAutoScalingInstances', 'AccessDenied', { status: 403 });
+  const denied = await isLeader('i-0bbb', ['--strategy', 'asg-lowest']);
+  assert.equal(denied.code, 78);
+  assert.match(denied.stderr, /AccessDenied/);
+});
+
+test('usage errors: an unknown strategy, --json with the lease strategy', async () => {
+  const env = await fake.env('i-0bbb');
+  const bad = await runBaton(['is-leader', '--strategy', 'zookeeper'], env);
+  assert.equal(bad.code, 64);
+  assert.match(bad.stderr, /zookeeper/);
+  const json = await runBaton(['is-leader', '--lock', 'x', '--json'], env);
+  assert.equal(json.code, 64);
+  assert.match(json.stderr, /--json is available with --strategy/);
+});
+
+test('baton aws reconcile tags one member and is-leader --strategy asg-tag agrees', async () => {
+  fake.createGroup('cli-rec');
+  const [a, b] = fake.launch('cli-rec', 2);
+  const env = { ...(await fake.env(a)) };
+  const r = await runBaton(['aws', 'reconcile', '--group', 'cli-rec', '--json'], env);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).leader, a);
+  assert.equal((await isLeader(a!, ['--strategy', 'asg-tag'])).code, 0);
+  assert.equal((await isLeader(b!, ['--strategy', 'asg-tag'])).code, 1);
+});
