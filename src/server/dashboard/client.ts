@@ -8,7 +8,10 @@
 export const DASHBOARD_JS = String.raw`
 (function () {
   'use strict';
-  var WINDOW_MS = 10 * 60 * 1000, MIN_WINDOW_MS = 60 * 1000, MAX_EVENTS = 40;
+  var WINDOW_MS = 10 * 60 * 1000, MIN_WINDOW_MS = 20 * 1000, MAX_EVENTS = 40;
+  // Distinct colours, handed out in order of first appearance (red is kept for failovers).
+  var PALETTE = ['#2563eb', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#db2777', '#65a30d', '#b45309', '#4f46e5', '#0d9488'];
+  var colours = {}, nextColour = 0;
   var st = { offset: 0, syncedAt: 0, self: null, locks: [], timeline: [], lock: '', listError: null, seen: {} };
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
@@ -19,8 +22,11 @@ export const DASHBOARD_JS = String.raw`
   }
   function serverNow() { return Date.now() + st.offset; }
   function sync(m) { if (typeof m.serverNow === 'number') { st.offset = m.serverNow - Date.now(); st.syncedAt = performance.now(); } }
-  function hue(s) { var h = 7; for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0; return h % 360; }
-  function color(holder) { return holder === null || holder === undefined ? '#d8dde3' : 'hsl(' + hue(holder) + ' 58% 46%)'; }
+  function color(holder) {
+    if (holder === null || holder === undefined) return '#d8dde3';
+    if (!colours[holder]) colours[holder] = nextColour < PALETTE.length ? PALETTE[nextColour++] : 'hsl(' + ((Object.keys(colours).length * 137.508) % 360) + ' 55% 45%)';
+    return colours[holder];
+  }
   function pad(n) { return n < 10 ? '0' + n : String(n); }
   function fmtDur(ms) {
     if (ms === null || ms === undefined) return '–';
@@ -45,6 +51,7 @@ export const DASHBOARD_JS = String.raw`
     if (m.store) $('store').textContent = m.store;
     if (m.identity) $('identity').textContent = m.identity;
     if (m.timeline) { st.timeline = []; st.seen = {}; m.timeline.forEach(addEntry); }
+    st.timeline.forEach(function (e) { if (e.holder) color(e.holder); });
     render();
   }
   function addEntry(e) {
@@ -52,6 +59,7 @@ export const DASHBOARD_JS = String.raw`
     st.seen[e.seq] = true;
     st.timeline.push(e);
     if (st.timeline.length > 1000) st.timeline.splice(0, st.timeline.length - 1000);
+    if (e.holder) color(e.holder);
   }
 
   function render() { renderSelf(); renderLocks(); renderTimeline(); renderBanner(); }
@@ -73,7 +81,6 @@ export const DASHBOARD_JS = String.raw`
     role.className = 'role ' + (s.isSelf ? 'leader' : 'standby');
     $('term').textContent = s.term ? String(s.term) : '–';
     $('host').textContent = s.hostname || '–';
-    $('since').textContent = s.since ? fmtTime(Date.parse(s.since)) : '–';
     document.title = 'baton · ' + s.lock + ' · ' + (s.holder || 'free');
   }
 
@@ -111,7 +118,9 @@ export const DASHBOARD_JS = String.raw`
       cells[i].className = 'num countdown' + (ms === 0 ? ' expired' : '');
     }
     var s = st.self;
-    if (s) $('expires').textContent = s.holder ? fmtDur(left(s.expiresInMs)) : '–';
+    if (!s) return;
+    $('expires').textContent = s.holder ? fmtDur(left(s.expiresInMs)) : '–';
+    $('since').textContent = s.since ? fmtTime(Date.parse(s.since)) + ' (' + fmtDur(serverNow() - Date.parse(s.since)) + ' ago)' : '–';
   }
 
   function describe(e) {
@@ -130,7 +139,8 @@ export const DASHBOARD_JS = String.raw`
   function renderTimeline() {
     var now = serverNow();
     var first = st.timeline.length ? st.timeline[0].at : now;
-    var start = Math.max(now - WINDOW_MS, first - 3000);
+    // Show everything kept, up to the last ten minutes, with a little room before the first change.
+    var start = Math.max(now - WINDOW_MS, first - Math.max(2000, (now - first) * 0.08));
     if (now - start < MIN_WINDOW_MS) start = now - MIN_WINDOW_MS;
     var span = now - start;
     var pct = function (t) { return Math.min(100, Math.max(0, ((t - start) / span) * 100)); };

@@ -13,6 +13,7 @@ export function dashboardPage(nonce: string, lock: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>baton · ${l}</title>
 <style nonce="${nonce}">${DASHBOARD_CSS}</style>
 </head>

@@ -13,7 +13,7 @@ header .spacer { flex:1; }
 main { max-width:1180px; margin:0 auto; padding:22px 28px 40px; display:grid; gap:18px; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:18px 20px; }
 .card h2 { margin:0 0 12px; font-size:13px; text-transform:uppercase; letter-spacing:.8px; color:var(--muted); }
-.hero { display:grid; grid-template-columns: 2fr repeat(4, 1fr); gap:18px; align-items:end; }
+.hero { display:grid; grid-template-columns: 2fr repeat(4, 1fr); gap:18px; align-items:start; }
 .hero .k { font-size:12px; color:var(--muted); text-transform:uppercase; letter-spacing:.6px; }
 .hero .v { font-size:16px; margin-top:2px; font-variant-numeric:tabular-nums; overflow-wrap:anywhere; }
 .hero .v.big { font-size:22px; font-weight:600; }
