@@ -183,7 +183,6 @@ function makeHold(ledger: Ledger, key: string, mine: TaskLockRecord, startedMs: 
     () => controller.abort(new LeaseLostError(`lock: "${mine.name}" reached its at-most-for (${d.atMostForMs}ms); stop the work`)),
     Math.max(0, deadlineMs - clock.monotonicMs()),
   );
-  timer.unref();
   let finished: Promise<'released' | 'cooling' | 'lost'> | undefined;
   return {
     name: mine.name,
