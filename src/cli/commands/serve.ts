@@ -156,7 +156,7 @@ async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string
 
 /** parseListen reads HOST:PORT, :PORT, PORT or [IPv6]:PORT (default host 127.0.0.1). */
 export function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*))?:?(\d{1,5})$/.exec(text.trim());
+  const m = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):)?(\d{1,5})$/.exec(text.trim());
   const port = m ? Number(m[3]) : NaN;
   if (!m || !(port >= 0 && port <= 65535)) {
     throw new UsageError(`--listen: "${text}" is not an address; use HOST:PORT, e.g. 127.0.0.1:4040, 0.0.0.0:4040 or [::1]:4040`);
