@@ -68,6 +68,9 @@ describe('postgres: URL options', () => {
     const t = parsePostgresUrl('postgresql://h/db?statement_timeout=2s&query_timeout=2500ms&pool_max=2&listen=false&heartbeat=1s').tuning;
     assert.deepEqual([t.statementTimeoutMs, t.queryTimeoutMs, t.poolMax, t.listen, t.heartbeatMs], [2000, 2500, 2, false, 1000]);
     assert.equal(parsePostgresUrl('postgres://h/db?statement_timeout=10000').tuning.queryTimeoutMs, 11_000, 'query timeout follows the statement timeout');
+    const s = new PostgresStore({ connectionString: 'postgres://h/db?table=from_url&pool_max=7', table: 'from_code' });
+    assert.deepEqual([s.tuning.table, s.tuning.poolMax], ['from_code', 7], 'options given in code win over the URL');
+    void s.close();
   });
 
   it('rejects bad values with one line naming the option', () => {

@@ -88,8 +88,9 @@ export interface ParsedPostgresUrl {
  * parsePostgresUrl reads `postgres://user:pass@host:port/db?table=…&schema=…` (also
  * `postgresql://`). Baton's own query parameters are removed from the connection string; the
  * driver's (sslmode, application_name, …) stay. Unknown parameters are an InvalidConfigError.
+ * Defined values in `overrides` (options given in code) win over the URL's.
  */
-export function parsePostgresUrl(url: URL | string, base: Partial<PostgresTuning> = {}): ParsedPostgresUrl {
+export function parsePostgresUrl(url: URL | string, overrides: Partial<PostgresTuning> = {}): ParsedPostgresUrl {
   let u: URL;
   try {
     u = new URL(String(url));
@@ -99,7 +100,7 @@ export function parsePostgresUrl(url: URL | string, base: Partial<PostgresTuning
   if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
     throw new InvalidConfigError(`postgres: "${redactUrl(u.href)}" must start with postgres:// or postgresql://`);
   }
-  const partial: Partial<PostgresTuning> = { ...base };
+  const partial: Partial<PostgresTuning> = {};
   for (const [key, value] of [...u.searchParams]) {
     const apply = BATON_PARAMS[key];
     if (apply) {
@@ -111,6 +112,7 @@ export function parsePostgresUrl(url: URL | string, base: Partial<PostgresTuning
       );
     }
   }
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) (partial as Record<string, unknown>)[k] = v;
   return { connectionString: u.href, tuning: resolveTuning(partial) };
 }
 

@@ -15,9 +15,9 @@ import type { ListenClient, ListenSession } from './listener.js';
 
 const require = createRequire(import.meta.url);
 
-/** Rows as node-postgres returns them. */
+/** Row is one result row as node-postgres returns it. */
 export type Row = Record<string, unknown>;
-/** Runs one statement on one connection. */
+/** QueryFn runs one statement and resolves with its rows. */
 export type QueryFn = (text: string, values?: unknown[]) => Promise<Row[]>;
 
 /** PgConnectionSource says where connections come from; exactly one is set. */

@@ -44,6 +44,7 @@ import { parsePostgresUrl, resolveTuning, type PostgresTuning } from './config.j
 import { PgConnection, type QueryFn, type Row } from './connection.js';
 import { UNDEFINED_TABLE, isRetryable, sqlState, unavailable } from './errors.js';
 import { ChangeFeed } from './listener.js';
+import { Watchers } from './watchers.js';
 import { PostgresNames, PostgresStatements, schemaDdl, toRecord, type LeaseRow } from './sql.js';
 
 /**
@@ -72,7 +73,7 @@ export class PostgresStore implements LeaseStore {
   private readonly onError: (err: BatonError) => void;
   private names?: PostgresNames;
   private ready?: Promise<PostgresStatements>;
-  private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision?: bigint }>();
+  private readonly watchers = new Watchers();
   private feed?: ChangeFeed;
   private closed = false;
 
@@ -116,7 +117,7 @@ export class PostgresStore implements LeaseStore {
     if (!row) return { ok: false, current: create ? undefined : null };
     if (!row.ok) return { ok: false, current: toRecord(row) };
     const record = toRecord(row);
-    this.deliver(lock, record);
+    this.watchers.deliver(lock, record);
     return { ok: true, record };
   }
 
@@ -144,7 +145,7 @@ export class PostgresStore implements LeaseStore {
       if (row.ok) {
         const record = toRecord(row);
         results[i] = { ok: true, record };
-        this.deliver(record.lock, record);
+        this.watchers.deliver(record.lock, record);
       } else {
         results[i] = { ok: false, current: row.lock === null ? null : toRecord(row) };
       }
@@ -158,15 +159,13 @@ export class PostgresStore implements LeaseStore {
 
   watch(lock: string, listener: WatchListener): () => void {
     if (this.closed) throw new StoreClosedError('postgres');
-    let w = this.watchers.get(lock);
-    if (!w) this.watchers.set(lock, (w = { listeners: new Set() }));
-    const entry = w;
-    entry.listeners.add(listener);
+    const remove = this.watchers.add(lock, listener);
     this.startFeed();
+    let removed = false;
     return () => {
-      entry.listeners.delete(listener);
-      if (entry.listeners.size === 0 && this.watchers.get(lock) === entry) this.watchers.delete(lock);
-      if (this.watchers.size === 0) this.stopFeed();
+      if (removed) return;
+      removed = true;
+      if (remove()) this.stopFeed();
     };
   }
 
@@ -178,7 +177,7 @@ export class PostgresStore implements LeaseStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.watchers.clear();
+    this.watchers.close();
     this.stopFeed();
     await this.conn.close();
   }
@@ -275,9 +274,7 @@ export class PostgresStore implements LeaseStore {
       heartbeatMs: this.tuning.heartbeatMs,
       queryTimeoutMs: this.tuning.queryTimeoutMs,
       onPayload: (payload) => this.onPayload(payload),
-      onResubscribed: () => {
-        for (const lock of this.watchers.keys()) this.deliver(lock, undefined);
-      },
+      onResubscribed: () => this.watchers.readAgain(),
       onError: (err) => this.onError(err instanceof BatonError ? err : unavailable(err, this.conn.where)),
     });
     this.feed = feed;
@@ -298,31 +295,7 @@ export class PostgresStore implements LeaseStore {
     }
     if (!data || typeof data.lock !== 'string' || !this.watchers.has(data.lock)) return;
     // A record too big for a payload comes as {lock, revision}: the watcher reads it.
-    this.deliver(data.lock, 'holder' in data ? toRecord(data as LeaseRow) : undefined, data.revision);
-  }
-
-  /**
-   * deliver tells a lock's watchers. Our own writes are delivered directly and again by NOTIFY;
-   * revisions only grow per lock, so anything not newer than the last delivered is dropped.
-   */
-  private deliver(lock: string, record: LeaseRecord | undefined, revision = record?.revision): void {
-    const w = this.watchers.get(lock);
-    if (!w) return;
-    if (revision !== undefined && /^\d+$/.test(revision)) {
-      const r = BigInt(revision);
-      if (w.lastRevision !== undefined && r <= w.lastRevision) return;
-      w.lastRevision = r;
-    }
-    for (const listener of [...w.listeners]) {
-      queueMicrotask(() => {
-        if (this.closed || !w.listeners.has(listener)) return;
-        try {
-          listener(record);
-        } catch {
-          // Listeners must not throw; one that does must not stop the others.
-        }
-      });
-    }
+    this.watchers.deliver(data.lock, 'holder' in data ? toRecord(data as LeaseRow) : undefined, data.revision);
   }
 }
 

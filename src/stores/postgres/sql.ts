@@ -20,7 +20,7 @@ const COLUMNS = ['lock', 'holder', 'term', 'lease_ms', 'acquired_at', 'renewed_a
 const cols = (alias: string) => COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 const outCols = (alias: string) => COLUMNS.map((c) => (c === 'revision' ? `${alias}.revision::text AS revision` : `${alias}.${c}`)).join(', ');
 
-/** NOTIFY payloads must stay under 8000 bytes; a bigger record is announced by lock and revision only. */
+/** MAX_PAYLOAD_BYTES: NOTIFY payloads must stay under 8000 bytes; a bigger record is announced by lock and revision only. */
 export const MAX_PAYLOAD_BYTES = 7900;
 
 /** LeaseRow is a lease row as node-postgres returns it (int8 as strings, json parsed). */
@@ -54,7 +54,7 @@ export function toRecord(row: LeaseRow): LeaseRecord {
   });
 }
 
-/** Tables are named after the lease table; `qualified` is how SQL names each. */
+/** PostgresNames: every table is named after the lease table; the fields are quoted, qualified names for SQL. */
 export class PostgresNames {
   readonly leases: string;
   readonly terms: string;
