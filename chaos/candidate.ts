@@ -97,8 +97,16 @@ elector.on('storeError', (err) => {
   lastError = errorMessage(err);
 });
 
+// The register is reached through a proxy that partitions can reset: reconnect until stopped.
 const register = new RegisterClient(config.registerPort);
-await register.connect();
+let stopping = false;
+async function keepRegisterConnected(): Promise<void> {
+  while (!stopping) {
+    if (!register.connected) await register.connect().catch(() => {});
+    await sleepMs(100);
+  }
+}
+void keepRegisterConnected();
 let inFlight = false;
 const writeTimer = setInterval(() => {
   if (inFlight || !register.connected) return;
@@ -114,7 +122,6 @@ const writeTimer = setInterval(() => {
 
 elector.start();
 
-let stopping = false;
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;

@@ -206,16 +206,19 @@ export function check(
 
   // 6. Faults, and the store's round trip measured outside them.
   const faultLog: FaultRecord[] = [];
-  const faultWindows: { start: number; end: number }[] = [];
+  // A renewal is not a fair RTT sample while the store is broken or its own process is the target.
+  const faultWindows: { start: number; end: number; target?: string }[] = [];
   const injects = harness.filter((e): e is Extract<HarnessEvent, { ev: 'inject' }> => e.ev === 'inject');
   const heals = new Map<number, number>();
   for (const e of harness) if (e.ev === 'heal') heals.set(e.id, e.t);
   for (const f of injects) {
     const healed = heals.get(f.id);
     faultLog.push({ id: f.id, kind: f.kind, variant: f.variant, target: f.target, atMs: rel(f.t), healedAtMs: healed === undefined ? undefined : rel(healed) });
-    faultWindows.push({ start: f.t, end: (healed ?? windowEnd) + timing.leaseDurationMs });
+    faultWindows.push({ start: f.t, end: (healed ?? windowEnd) + timing.leaseDurationMs, target: f.kind === 'store' ? undefined : f.target });
   }
-  const quiet = renewals.filter((r) => !faultWindows.some((w) => r.t >= w.start && r.t - r.rttMs <= w.end));
+  const quiet = renewals.filter(
+    (r) => !faultWindows.some((w) => (w.target === undefined || w.target === r.identity) && r.t >= w.start && r.t - r.rttMs <= w.end),
+  );
   const rttSamples = (quiet.length >= 10 ? quiet : renewals).map((r) => r.rttMs);
   const rttMs = {
     p50: round1(percentile(rttSamples, 50)),

@@ -62,12 +62,18 @@ export function* planFaults(random: Random, kinds: readonly FaultKind[], timing:
   }
 }
 
+/** CandidateLinks are one candidate's network paths; a partition cuts both. */
+export interface CandidateLinks {
+  store: PartitionProxy;
+  register: PartitionProxy;
+}
+
 /** FaultContext is what the injector acts on. */
 export interface FaultContext {
   fleet: Fleet;
   store: RunningStore;
-  /** One proxy per slot, for network stores. */
-  proxies?: PartitionProxy[];
+  /** Per slot, for network stores: the proxies to the store and to the register. */
+  proxies?: CandidateLinks[];
   register: RegisterClient;
   log: JsonlWriter<HarnessEvent>;
   /** Current libfaketime offset per slot, when clock faults are on. */
@@ -132,12 +138,15 @@ export class FaultInjector {
         return heal();
       case 'partition': {
         const mode: PartitionMode = plan.variantDraw < 0.5 ? 'blackhole' : 'reset';
-        const proxy = this.ctx.proxies?.[slot!];
-        if (!proxy) throw new Error('partition faults need a network store');
+        const links = this.ctx.proxies?.[slot!];
+        if (!links) throw new Error('partition faults need a network store');
         inject(mode);
-        proxy.cut(mode);
+        links.store.cut(mode);
+        // Writes a cut-off leader sent downstream arrive after the heal: fencing must refuse them.
+        links.register.cut(mode);
         await sleepMs(plan.holdMs);
-        proxy.heal();
+        links.store.heal();
+        links.register.heal();
         return heal();
       }
       case 'clock': {

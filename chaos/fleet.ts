@@ -28,7 +28,8 @@ export interface FleetOptions {
   count: number;
   dir: string;
   lock: string;
-  registerPort: number;
+  /** registerPortFor gives slot i's way to the register (through its proxy for network stores). */
+  registerPortFor(slot: number): number;
   timing: ChaosTiming;
   writeEveryMs: number;
   /** storeUrlFor gives slot i's store URL (through its proxy for network stores). */
@@ -92,7 +93,7 @@ export class Fleet {
       storeUrl: o.storeUrlFor(slot),
       lock: o.lock,
       identity: s.identity,
-      registerPort: o.registerPort,
+      registerPort: o.registerPortFor(slot),
       logPath: join(o.dir, `${s.identity}.jsonl`),
       ...o.timing,
       writeEveryMs: o.writeEveryMs,

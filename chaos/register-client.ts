@@ -12,16 +12,20 @@ export class RegisterClient {
 
   constructor(readonly port: number) {}
 
-  /** connect opens the connection; a lost connection fails the requests in flight. */
+  /** connect opens (or reopens) the connection; a lost connection fails the requests in flight. */
   connect(): Promise<void> {
+    this.buffered = '';
     return new Promise((resolve, reject) => {
       const s = connect({ host: '127.0.0.1', port: this.port }, () => resolve());
       s.setNoDelay(true);
+      // Events of a connection already replaced must not fail the new one's requests.
       s.on('error', (err) => {
         reject(err);
-        this.fail();
+        if (this.socket === s) this.fail();
       });
-      s.on('close', () => this.fail());
+      s.on('close', () => {
+        if (this.socket === s) this.fail();
+      });
       s.on('data', (chunk) => {
         this.buffered += chunk.toString('utf8');
         let nl: number;

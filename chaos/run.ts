@@ -23,7 +23,7 @@ import { formatDuration } from '../src/core/duration.js';
 import { monoMs, sleepMs } from './clock.js';
 import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
 import { JsonlWriter, type HarnessEvent } from './events.js';
-import { FaultInjector, WALL_OFFSETS, planFaults } from './faults.js';
+import { FaultInjector, WALL_OFFSETS, planFaults, type CandidateLinks } from './faults.js';
 import { Fleet } from './fleet.js';
 import { parseChaosArgs, type ChaosOptions } from './options.js';
 import { PartitionProxy } from './proxy.js';
@@ -65,15 +65,18 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   await register.connect();
   cleanups.push(() => register.close());
 
-  let proxies: PartitionProxy[] | undefined;
+  // Network stores: each candidate reaches the store, and the register, through its own proxies,
+  // so a partition cuts it off from both, as a real network partition would.
+  let proxies: CandidateLinks[] | undefined;
   if (store.port !== undefined) {
     proxies = [];
     for (let i = 0; i < o.candidates; i++) {
-      const p = new PartitionProxy(store.port);
-      await p.listen();
-      proxies.push(p);
+      const links = { store: new PartitionProxy(store.port), register: new PartitionProxy(registerPort) };
+      await links.store.listen();
+      await links.register.listen();
+      proxies.push(links);
     }
-    cleanups.push(() => Promise.all(proxies!.map((p) => p.close())).then(() => {}));
+    cleanups.push(() => Promise.all(proxies!.flatMap((l) => [l.store.close(), l.register.close()])).then(() => {}));
   }
 
   const wallOffsets = o.faults.includes('clock') ? Array.from({ length: o.candidates }, (_, i) => WALL_OFFSETS[i % 3]!) : undefined;
@@ -81,10 +84,10 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     count: o.candidates,
     dir,
     lock: LOCK,
-    registerPort,
+    registerPortFor: (slot) => (proxies ? proxies[slot]!.register.port : registerPort),
     timing: o.timing,
     writeEveryMs: o.writeEveryMs,
-    storeUrlFor: (slot) => (proxies ? store.urlVia(proxies[slot]!.port) : store.url),
+    storeUrlFor: (slot) => (proxies ? store.urlVia(proxies[slot]!.store.port) : store.url),
     wallOffsets: wallOffsets ? [...wallOffsets] : undefined,
     log,
   });
