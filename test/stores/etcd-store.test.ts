@@ -312,6 +312,28 @@ describe('etcd: URLs and failures', () => {
     assert.equal(await plain.read(lock), null, 'another prefix is another namespace');
   });
 
+  it('user:password in the URL authenticates; a wrong password is StoreUnavailableError', async () => {
+    const secured = await new EtcdServer().start();
+    try {
+      const ctl = (...args: string[]) =>
+        promisify(execFile)(ETCDCTL, ['--endpoints', secured.endpoint, ...args], { env: { ...process.env, ETCDCTL_API: '3' } });
+      await ctl('user', 'add', 'root:s3cr%t');
+      await ctl('user', 'grant-role', 'root', 'root');
+      await ctl('auth', 'enable');
+      const good = await open(`etcd://root:s3cr%25t@127.0.0.1:${secured.port}`);
+      const bad = await open(`etcd://root:nope@127.0.0.1:${secured.port}`);
+      try {
+        assert.ok((await good.write('authed', null, acquire('a'))).ok);
+        assert.equal((await good.read('authed'))?.holder, 'a');
+        await assert.rejects(bad.read('authed'), (err: Error) => err instanceof StoreUnavailableError && !err.message.includes('\n'));
+      } finally {
+        await Promise.all([good.close(), bad.close()]);
+      }
+    } finally {
+      await secured.stop();
+    }
+  });
+
   it('an unreachable server is StoreUnavailableError (exit 69), with one line', async () => {
     const s = await open('etcd://127.0.0.1:1?timeout=500ms');
     stores.push(s);

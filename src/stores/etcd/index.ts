@@ -26,7 +26,7 @@ import { InvalidConfigError, StoreClosedError } from '../../core/errors.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
 import { CandidateRegistry, type Candidate } from './candidates.js';
 import { Rpc, createClient } from './client.js';
-import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LEDGER_PREFIX, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LEDGER_PREFIX, parseEtcdUrl, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
 import { Election } from './election.js';
 import { KeepAliveStream } from './keepalive.js';
 import { KeyLayout, prefixEnd, toRecord } from './keys.js';
@@ -67,6 +67,15 @@ export class EtcdStore implements LeaseStore {
   private readonly hub: WatchHub;
   private readonly watches = new Map<string, LockWatch>();
   private closed = false;
+
+  /**
+   * fromUrl opens `etcd://host:port[,host:port…][?…]` (see parseEtcdUrl); as text, several
+   * endpoints may be listed in the authority.
+   */
+  static fromUrl(url: string | URL): EtcdStore {
+    const { connection, layout } = parseEtcdUrl(url);
+    return new EtcdStore({ connection, ...layout });
+  }
 
   constructor(options: EtcdStoreOptions) {
     const timeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;

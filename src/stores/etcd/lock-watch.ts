@@ -14,7 +14,7 @@ type Target =
   /** The lock is free: the first candidate key to appear. */
   | { kind: 'creation'; key: Buffer };
 
-const MAX_BACKOFF_MS = 2000;
+const MAX_BACKOFF_MS = 1000;
 
 /**
  * LockWatch serves every `watch(lock)` listener of one store handle, following etcd's election

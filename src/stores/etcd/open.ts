@@ -1,5 +1,4 @@
 import type { StoreOpenOptions } from '../../core/store-url.js';
-import { parseEtcdUrl } from './config.js';
 import { EtcdStore } from './index.js';
 
 /**
@@ -8,6 +7,5 @@ import { EtcdStore } from './index.js';
  * StoreUnavailableError then.
  */
 export async function open(url: URL | string, _options: StoreOpenOptions = {}): Promise<EtcdStore> {
-  const { connection, layout } = parseEtcdUrl(url);
-  return new EtcdStore({ connection, ...layout });
+  return EtcdStore.fromUrl(url);
 }
