@@ -24,8 +24,11 @@ import { InstanceMetadata, resolveRegion } from './imds.js';
 
 /** DrainOptions: the locks to hand over and the lifecycle hook to complete. */
 export interface DrainOptions {
-  /** The store holding the locks; needed when `locks` is not empty. */
-  store?: LeaseStore;
+  /**
+   * The store holding the locks (needed when `locks` is not empty), or a function that opens it:
+   * then a store that cannot be opened fails only the hand-over, not the lifecycle completion.
+   */
+  store?: LeaseStore | (() => Promise<LeaseStore>);
   /** Locks to hand over if held on this host. */
   locks: readonly string[];
   /** Only hand over leases held by this identity (default: any holder on this host). */
@@ -60,7 +63,7 @@ export interface DrainResult {
   readonly locks: LockHandOver[];
   readonly lifecycle: { readonly instanceId: string; readonly group: string; readonly hook: string } | null;
   readonly lifecycleError?: string;
-  /** 0 all done; 75 a holder did not release in time; 69 store or AWS unreachable; 78 AWS refused. */
+  /** 0 all done; 75 a holder did not release in time; 69 store or AWS unreachable; 78 refused or misconfigured. */
   readonly exitCode: number;
 }
 
@@ -68,11 +71,18 @@ export interface DrainResult {
 export async function drainInstance(options: DrainOptions): Promise<DrainResult> {
   const host = options.hostname ?? osHostname();
   const log = options.log ?? (() => {});
-  const locks = await Promise.all(options.locks.map((lock) => handOver(options, lock, host, log)));
+  let opened: Promise<LeaseStore> | undefined;
+  const store = () => {
+    const s = options.store;
+    if (!s) return Promise.reject(new InvalidConfigError('aws: drain: locks to hand over need a store'));
+    return (opened ??= typeof s === 'function' ? s() : Promise.resolve(s));
+  };
+  const outcomes = await Promise.all(options.locks.map((lock) => handOver(store, options, lock, host, log)));
+  const locks = outcomes.map((o) => o.result);
   let exitCode: number = ExitCode.ok;
-  for (const l of locks) {
-    if (l.outcome === 'failed') exitCode = ExitCode.unavailable;
-    else if (l.outcome === 'timeout' && exitCode === ExitCode.ok) exitCode = ExitCode.tempFail;
+  for (const o of outcomes) {
+    if (o.result.outcome === 'failed') exitCode = Math.max(exitCode, o.exitCode);
+    else if (o.result.outcome === 'timeout' && exitCode === ExitCode.ok) exitCode = ExitCode.tempFail;
   }
   if (!options.hook) return { locks, lifecycle: null, exitCode };
   try {
@@ -85,24 +95,31 @@ export async function drainInstance(options: DrainOptions): Promise<DrainResult>
   }
 }
 
-async function handOver(options: DrainOptions, lock: string, host: string, log: (line: string) => void): Promise<LockHandOver> {
-  const store = options.store;
-  if (!store) throw new InvalidConfigError('aws: drain: locks to hand over need a store');
+async function handOver(
+  openStore: () => Promise<LeaseStore>,
+  options: DrainOptions,
+  lock: string,
+  host: string,
+  log: (line: string) => void,
+): Promise<{ result: LockHandOver; exitCode: number }> {
+  const done = (result: LockHandOver, exitCode: number = ExitCode.ok) => ({ result, exitCode });
   try {
+    const store = await openStore();
     const record = await store.read(lock);
     const holder = record?.holder ?? null;
     const local = holder !== null && (options.identity ? holder === options.identity : record!.metadata.hostname === host);
-    if (!local) return { lock, outcome: 'not-held-here' };
+    if (!local) return done({ lock, outcome: 'not-held-here' });
     log(`asking ${holder} to step down from "${lock}" (term ${record!.term})`);
     // Naming the holder makes the request a no-op if the lease changed hands since the read.
     const r = await requestStepDown(store, lock, { identity: holder, timeoutMs: options.timeoutMs ?? 30_000 });
-    if (r.outcome === 'not-holder') return { lock, outcome: 'not-held-here' };
+    if (r.outcome === 'not-holder') return done({ lock, outcome: 'not-held-here' });
     log(`"${lock}" released by ${holder}${r.record?.holder ? `; now held by ${r.record.holder}` : ''}`);
-    return { lock, outcome: 'released', holder, nowHeldBy: r.record?.holder ?? null };
+    return done({ lock, outcome: 'released', holder, nowHeldBy: r.record?.holder ?? null });
   } catch (err) {
-    const outcome = err instanceof LeaseLostError ? 'timeout' : 'failed';
     log(`"${lock}": ${errorMessage(err)}`);
-    return { lock, outcome, error: errorMessage(err) };
+    if (err instanceof LeaseLostError) return done({ lock, outcome: 'timeout', error: errorMessage(err) }, ExitCode.tempFail);
+    const code = err instanceof BatonError && err.exitCode !== ExitCode.software ? err.exitCode : ExitCode.unavailable;
+    return done({ lock, outcome: 'failed', error: errorMessage(err) }, code);
   }
 }
 

@@ -6,8 +6,9 @@
  *
  * An instance reads its own tag from instance metadata (`/latest/meta-data/tags/instance/KEY`,
  * free, no IAM). When metadata tags are off for the instance, that whole folder answers 404; then
- * it asks EC2 DescribeTags (needs ec2:DescribeTags). Keys containing "/" are not served through
- * metadata at all, so they always go to DescribeTags.
+ * it asks EC2 DescribeTags (needs ec2:DescribeTags). Metadata tags exist only for keys made of
+ * letters, digits and + - = . , _ : @ (EC2 refuses other keys once metadata tags are on), so any
+ * other key goes straight to DescribeTags.
  */
 import { connectAws, type AwsApi } from './api.js';
 import { InvalidConfigError } from '../core/errors.js';
@@ -45,8 +46,8 @@ export async function checkLeaderTag(options: { tag?: string; imds?: InstanceMet
   const imds = options.imds ?? new InstanceMetadata({ env: options.env });
   const instanceId = await imds.instanceId();
   const result = (value: string | null, source: TagResult['source']): TagResult => ({ strategy: 'asg-tag', instanceId, tag, value, source, isLeader: value !== null });
-  if (!tag.includes('/')) {
-    const value = await imds.get(`tags/instance/${metadataKey(tag)}`);
+  if (METADATA_KEY.test(tag) && tag !== '.' && tag !== '..' && tag !== '_index') {
+    const value = await imds.get(`tags/instance/${tag}`);
     if (value !== null) return result(value, 'instance-metadata');
     // 404 means either "no such tag" or "metadata tags are off": the folder itself tells which.
     if ((await imds.get('tags/instance')) !== null) return result(null, 'instance-metadata');
@@ -61,7 +62,5 @@ export async function checkLeaderTag(options: { tag?: string; imds?: InstanceMet
   }
 }
 
-// Tag keys may hold characters a URL path cannot carry raw; ":" and "@" are safe and common.
-function metadataKey(key: string): string {
-  return encodeURIComponent(key).replace(/%3A/gi, ':').replace(/%40/g, '@');
-}
+// The characters EC2 allows in tag keys when tags are in instance metadata; all are path-safe.
+const METADATA_KEY = /^[A-Za-z0-9+=.,_:@-]+$/;

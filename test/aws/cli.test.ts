@@ -8,6 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AwsFake } from '../harness/aws-fake.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { runBaton } from './helpers.js';
 
 let fake: AwsFake;
@@ -114,4 +118,22 @@ test('baton aws reconcile tags one member and is-leader --strategy asg-tag agree
   assert.equal(JSON.parse(r.stdout).leader, a);
   assert.equal((await isLeader(a!, ['--strategy', 'asg-tag'])).code, 0);
   assert.equal((await isLeader(b!, ['--strategy', 'asg-tag'])).code, 1);
+});
+
+test('without the AWS SDK installed: the lease strategy works, asg-lowest exits 78 naming the package', async () => {
+  const noSdk = ['--import', fileURLToPath(new URL('./fixtures/no-aws-sdk.mjs', import.meta.url))];
+  const dir = mkdtempSync(join(tmpdir(), 'baton-aws-nosdk-'));
+  try {
+    const env = { ...(await fake.env('i-0bbb')), BATON_STORE: `sqlite:${join(dir, 'b.db')}` };
+    const lease = await runBaton(['is-leader', '--lock', 'x'], env, { nodeArgs: noSdk });
+    assert.equal(lease.code, 1, lease.stderr);
+    assert.equal(lease.stderr, '');
+    const lowest = await runBaton(['is-leader', '--strategy', 'asg-lowest'], env, { nodeArgs: noSdk });
+    assert.equal(lowest.code, 78);
+    assert.equal(lowest.stderr, 'baton: aws: install @aws-sdk/client-auto-scaling to use the AWS features (npm install @aws-sdk/client-auto-scaling)\n');
+    const tag = await runBaton(['is-leader', '--strategy', 'asg-tag'], env, { nodeArgs: noSdk });
+    assert.equal(tag.code, 0, 'asg-tag through instance metadata needs no SDK at all');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

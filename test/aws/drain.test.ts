@@ -17,6 +17,7 @@ import { drainInstance } from '../../src/aws/drain.js';
 import { waitForTermination } from '../../src/aws/watch-termination.js';
 import { InstanceMetadata } from '../../src/aws/imds.js';
 import { AwsRequestError } from '../../src/aws/errors.js';
+import { StoreUnavailableError } from '../../src/core/errors.js';
 import { BatonChild, runBaton, useFakeInProcess, waitFor } from './helpers.js';
 
 const LEASE = { leaseDurationMs: 20_000, renewDeadlineMs: 15_000, retryPeriodMs: 500 };
@@ -89,6 +90,20 @@ describe('drainInstance', () => {
     }
   });
 
+  test('a store that cannot be opened fails the hand-over (69) but the lifecycle action still completes', async () => {
+    const id = newInstance('drain-store-down');
+    fake.instance(id).lifecycle = 'Terminating:Wait';
+    const r = await drainInstance({
+      store: () => Promise.reject(new StoreUnavailableError('store: connection refused')),
+      locks: ['job'],
+      hook: 'baton-drain',
+      imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }),
+    });
+    assert.equal(r.exitCode, 69);
+    assert.deepEqual(r.locks, [{ lock: 'job', outcome: 'failed', error: 'store: connection refused' }]);
+    assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
+  });
+
   test('no pending lifecycle action: AWS refuses, exit 78, after the hand-over', async () => {
     const id = newInstance('drain-early');
     const r = await drainInstance({ locks: [], hook: 'baton-drain', imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }) });
@@ -146,8 +161,12 @@ test('CLI: baton aws watch-termination hands over from a running `baton run` bef
   }
 });
 
-test('CLI: baton aws drain needs --lock or --hook (exit 64)', async () => {
+test('CLI: bad input is refused at once — no --lock or --hook (64), a bad store URL (78)', async () => {
   const r = await runBaton(['aws', 'drain'], await fake.env());
   assert.equal(r.code, 64);
   assert.match(r.stderr, /give --lock NAME/);
+  const id = newInstance('watch-bad-store');
+  const bad = await runBaton(['aws', 'watch-termination', '--lock', 'x', '--store', 'nosuch://x', '--hook', 'baton-drain'], await fake.env(id));
+  assert.equal(bad.code, 78, 'before waiting for a termination that may come hours later');
+  assert.match(bad.stderr, /^baton: store: scheme "nosuch:"/);
 });

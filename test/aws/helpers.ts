@@ -31,8 +31,8 @@ export class BatonChild {
   stderr = '';
   readonly done: Promise<CliRun>;
 
-  constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [BATON, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []) {
+    this.child = spawn(process.execPath, [...nodeArgs, BATON, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.stdout += d));
     this.child.stderr!.on('data', (d) => (this.stderr += d));
     this.done = new Promise((resolve) => this.child.on('close', (code) => resolve({ code, stdout: this.stdout, stderr: this.stderr })));
@@ -46,8 +46,9 @@ export class BatonChild {
 }
 
 /** runBaton runs the CLI to completion (killing it after `timeoutMs`). */
-export async function runBaton(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliRun> {
-  const p = new BatonChild(args, env);
+export async function runBaton(args: string[], env: NodeJS.ProcessEnv, options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<CliRun> {
+  const p = new BatonChild(args, env, options.nodeArgs);
+  const timeoutMs = options.timeoutMs ?? 60_000;
   const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
   try {
     return await p.done;

@@ -116,6 +116,14 @@ describe('asg-tag', () => {
     assert.ok(fake.calls.some((c) => c.action === 'DescribeTags' && [...c.params.values()].includes(a!)));
   });
 
+  test('a key instance metadata cannot serve (a space) goes straight to DescribeTags', async () => {
+    fake.createGroup('odd-key');
+    const [a] = fake.launch('odd-key', 1);
+    fake.instance(a!).tags.set('team lead', 'odd-key');
+    const r = await checkLeaderTag({ tag: 'team lead', imds: await imdsFor(a!) });
+    assert.deepEqual([r.isLeader, r.source], [true, 'DescribeTags']);
+  });
+
   test('tag keys are validated', () => {
     assert.equal(leaderTagKey(undefined, {}), 'app:isLeader');
     assert.equal(leaderTagKey(undefined, { BATON_LEADER_TAG: 'x:y' }), 'x:y');

@@ -9,6 +9,8 @@ import { ExitCode, UsageError } from '../../core/errors.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
 import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';
+import { defaultStoreUrl, parseStoreUrl } from '../../core/store-url.js';
+import type { LeaseStore } from '../../core/store.js';
 import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
 
 /** AWS_STRATEGIES are the `is-leader --strategy` values served here. */
@@ -131,16 +133,19 @@ function checkDrainOptions(opts: DrainCliOptions): void {
   for (const l of opts.lock ?? []) validateLockName(l, '--lock');
   if (opts.identity !== undefined) validateIdentity(opts.identity);
   parseDuration(opts.timeout, '--timeout');
+  // Check the store URL now: watch-termination may only need it hours later.
+  if ((opts.lock ?? []).length > 0) parseStoreUrl(opts.store ?? defaultStoreUrl());
 }
 
 async function runDrain(opts: DrainCliOptions): Promise<number> {
   quietSdk();
   checkDrainOptions(opts);
   const locks = opts.lock ?? [];
-  const store = locks.length > 0 ? await openCliStore({ store: opts.store }) : undefined;
+  // Opened inside the drain: a store that is down fails the hand-over, not the lifecycle action.
+  let store: Promise<LeaseStore> | undefined;
   try {
     const result = await drainInstance({
-      store,
+      store: () => (store ??= openCliStore({ store: opts.store })),
       locks,
       identity: opts.identity,
       timeoutMs: parseDuration(opts.timeout, '--timeout'),
@@ -153,7 +158,7 @@ async function runDrain(opts: DrainCliOptions): Promise<number> {
     if (result.lifecycleError) info(result.lifecycleError);
     return result.exitCode;
   } finally {
-    await store?.close();
+    await store?.then((s) => s.close(), () => {});
   }
 }
 
