@@ -118,7 +118,8 @@ export function check(
 ): ChaosResult {
   const { timing } = meta;
   const windowStart = harness.find((e) => e.ev === 'window' && e.edge === 'start')?.t ?? 0;
-  const windowEnd = harness.find((e) => e.ev === 'window' && e.edge === 'end')?.t ?? Infinity;
+  // A run still going (or one that crashed) has no end mark: judge it up to its last harness line.
+  const windowEnd = harness.find((e) => e.ev === 'window' && e.edge === 'end')?.t ?? Math.max(windowStart, ...harness.map((e) => e.t));
   const rel = (t: number) => Math.round(t - windowStart);
   const violations: string[] = [];
 
@@ -269,7 +270,7 @@ export function check(
     seed: meta.seed,
     candidates: meta.candidates,
     timing,
-    durationMs: Math.round((Number.isFinite(windowEnd) ? windowEnd : windowStart) - windowStart),
+    durationMs: Math.round(windowEnd - windowStart),
     elections: inWindow.length,
     failovers: Math.max(0, inWindow.length - 1),
     holderChanges,
