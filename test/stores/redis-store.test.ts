@@ -161,8 +161,7 @@ describe('redis: notification', () => {
     const seen: (LeaseRecord | null | undefined)[] = [];
     const off = watcher.watch(lock, (r) => seen.push(r));
     try {
-      await sleep(200);
-      assert.equal(watcher.expiryEvents, 'enabled');
+      assert.equal(await until('the watcher to read the setting', () => watcher.expiryEvents !== 'unknown' && watcher.expiryEvents), 'enabled');
       const r = await writer.write(lock, null, acquire('alice', 300));
       assert.ok(r.ok);
       const t0 = Date.now();
@@ -187,7 +186,7 @@ describe('redis: notification', () => {
       const won = await a.elected();
       b.start();
       await until('bob to see alice', () => b.leader()?.holder === 'alice');
-      assert.equal(sb.expiryEvents, 'disabled');
+      assert.equal(await until('the watcher to read the setting', () => sb.expiryEvents !== 'unknown' && sb.expiryEvents), 'disabled');
       const crashedAt = Date.now();
       await a.stop(); // no release: the key must expire on the server
       const next = await b.elected();
@@ -299,6 +298,10 @@ describe('redis: configuration', () => {
     ] as const) {
       assert.throws(() => parseRedisUrl(new URL(url)), (err: Error) => err instanceof InvalidConfigError && pattern.test(err.message) && !err.message.includes('\n'));
     }
+    // Checked before any connection opens (a leaked reconnecting client would keep this file alive).
+    assert.throws(() => new RedisStore({ url: server.url, prefix: 'a b' }), InvalidConfigError);
+    assert.throws(() => new RedisStore({ url: server.url, timeoutMs: 0 }), InvalidConfigError);
+    assert.throws(() => new RedisStore({}), /give a url/);
     assert.equal(parseStoreUrl('redis://127.0.0.1:1').protocol, 'redis:');
     assert.equal(parseStoreUrl('rediss://127.0.0.1:1').protocol, 'rediss:');
   });

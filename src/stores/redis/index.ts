@@ -71,27 +71,24 @@ export class RedisStore implements LeaseStore {
 
   constructor(options: RedisStoreOptions) {
     if (!options || (!options.url && !options.client)) throw new InvalidConfigError('redis: give a url (redis://host:port) or an ioredis client');
+    const conn = options.client ? undefined : parseRedisUrl(options.url instanceof URL ? options.url : parseUrl(String(options.url)));
+    // Everything is checked before a connection is opened, so a bad option leaks none.
+    this.prefix = checkPrefix(options.prefix ?? conn?.prefix ?? DEFAULT_PREFIX);
+    this.timeoutMs = options.timeoutMs ?? conn?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 1) throw new InvalidConfigError(`redis: timeoutMs must be a positive number, got ${this.timeoutMs}`);
     let db: number;
-    let timeoutMs = options.timeoutMs;
-    let prefix = options.prefix;
-    if (options.client) {
-      this.client = options.client;
-      this.ownsClient = false;
-      const o = options.client.options ?? {};
-      db = Number(o.db ?? 0);
-      this.label = `redis://${o.host ?? 'localhost'}:${o.port ?? 6379}/${db}`;
-    } else {
-      const conn = parseRedisUrl(options.url instanceof URL ? options.url : parseUrl(String(options.url)));
-      timeoutMs ??= conn.timeoutMs;
-      prefix ??= conn.prefix;
+    if (conn) {
       db = conn.db;
       this.label = conn.label;
-      this.client = new (loadIoredis())(clientOptions({ ...conn, timeoutMs }));
+      this.client = new (loadIoredis())(clientOptions({ ...conn, timeoutMs: this.timeoutMs }));
       this.ownsClient = true;
+    } else {
+      this.client = options.client!;
+      this.ownsClient = false;
+      const o = this.client.options ?? {};
+      db = Number(o.db ?? 0);
+      this.label = `redis://${o.host ?? 'localhost'}:${o.port ?? 6379}/${db}`;
     }
-    this.prefix = checkPrefix(prefix ?? DEFAULT_PREFIX);
-    this.timeoutMs = timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs < 1) throw new InvalidConfigError(`redis: timeoutMs must be a positive number, got ${this.timeoutMs}`);
     this.calls = new BoundedCalls(this.client, { label: this.label, timeoutMs: this.timeoutMs, isClosed: () => this.closed });
     if (this.ownsClient) {
       // The 'error' event must always have a listener, or ioredis prints every reconnect failure.
