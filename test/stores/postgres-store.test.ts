@@ -10,6 +10,7 @@ import { InvalidConfigError, StoreClosedError, StoreUnavailableError } from '../
 import { openStore, parseStoreUrl } from '../../src/core/store-url.js';
 import type { LeaseRecord, LeaseWrite } from '../../src/core/store.js';
 import { parsePostgresUrl } from '../../src/stores/postgres/config.js';
+import { describePgError } from '../../src/stores/postgres/errors.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { PostgresServer, freePort } from '../harness/servers.js';
 
@@ -353,6 +354,15 @@ describe('postgres: failures are StoreUnavailableError', () => {
     });
     await assert.rejects(s.write('x', null, acquire('a')), StoreUnavailableError);
     await assert.rejects(s.ledger!.get('x'), StoreUnavailableError);
+  });
+
+  it('error descriptions: empty dual-stack AggregateErrors, SQLSTATEs and the pooler hint', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' });
+    const refused4 = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    assert.equal(describePgError(new AggregateError([refused, refused4], '')), 'connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432');
+    // The message PgBouncer sends for a startup parameter it does not pass on.
+    const bouncer = Object.assign(new Error('unsupported startup parameter: statement_timeout'), { code: '08P01' });
+    assert.equal(describePgError(bouncer), 'unsupported startup parameter: statement_timeout — behind a pooler, add statement_timeout=0 to the store URL (SQLSTATE 08P01)');
   });
 
   it('a server-side statement timeout becomes StoreUnavailableError, and the store carries on', async () => {

@@ -36,6 +36,8 @@ export function describePgError(err: unknown): string {
   const e = err as { code?: unknown; address?: unknown; port?: unknown } | null;
   if (!text && typeof e?.code === 'string') text = e.code;
   if (text === 'Query read timeout') text = 'no answer within the query timeout';
+  // PgBouncer refuses statement_timeout as a startup parameter unless configured to ignore it.
+  if (/unsupported startup parameter: statement_timeout/.test(text)) text += ' — behind a pooler, add statement_timeout=0 to the store URL';
   const state = sqlState(err);
   return state ? `${text} (SQLSTATE ${state})` : text || 'unknown error';
 }
