@@ -65,7 +65,11 @@ export interface Plan {
   readonly leader: string | null;
   /** Group instances whose tag must go. */
   readonly remove: string[];
-  /** The instance to tag, when no other member carries the tag any more. */
+  /**
+   * The instance to tag, when no other member carries the tag any more — also when it carries
+   * it with a value other than the group's name (set by hand, propagated, or left by another
+   * group it was detached from, whose reconciler would otherwise take it away).
+   */
   readonly add: string | null;
 }
 
@@ -74,14 +78,14 @@ export interface Plan {
  * instances carrying the tag that belong to this group: members, or non-members whose tag value
  * names the group (terminated or detached instances keep their tags).
  */
-export function planRound(members: readonly GroupInstance[], tagged: readonly string[]): Plan {
+export function planRound(members: readonly GroupInstance[], tagged: readonly string[], mislabeled: ReadonlySet<string> = new Set()): Plan {
   const candidates = electionCandidates(members);
   const taggedSet = new Set(tagged);
   const leader = candidates.find((id) => taggedSet.has(id)) ?? candidates[0] ?? null;
   const remove = [...taggedSet].filter((id) => id !== leader).sort(compareIds);
   // Step 2: an add waits for a round in which nobody else is tagged.
-  const add = leader !== null && !taggedSet.has(leader) && remove.length === 0 ? leader : null;
-  return { leader, remove, add };
+  const needsTag = leader !== null && (!taggedSet.has(leader) || mislabeled.has(leader));
+  return { leader, remove, add: needsTag && remove.length === 0 ? leader : null };
 }
 
 /** reconcileGroup runs rounds until a fresh read needs no change. */
@@ -95,7 +99,8 @@ export async function reconcileGroup(api: AwsApi, group: string, options: Reconc
     const members = await api.groupInstances(group);
     const rows = await api.tagsWithKey(options.tag);
     const tagged = ownTagged(group, members ?? [], rows);
-    const plan = planRound(members ?? [], tagged);
+    const mislabeled = new Set(rows.filter((r) => r.value !== group).map((r) => r.instanceId));
+    const plan = planRound(members ?? [], tagged, mislabeled);
     if (plan.remove.length === 0 && plan.add === null) {
       return {
         group,

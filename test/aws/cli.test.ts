@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runBaton } from './helpers.js';
+import { runBaton, snsEvent, useFakeInProcess } from './helpers.js';
 
 let fake: AwsFake;
 before(async () => {
@@ -136,4 +136,14 @@ test('without the AWS SDK installed: the lease strategy works, asg-lowest exits 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the published entry point: reconcileHandler from the package export "baton/aws" (built dist)', async () => {
+  await useFakeInProcess(fake);
+  const { reconcileHandler } = (await import('baton/aws' as string)) as typeof import('../../src/aws/index.js');
+  fake.createGroup('published');
+  const [first] = fake.launch('published', 3);
+  const r = await reconcileHandler(snsEvent('published'));
+  assert.equal(r.groups[0]!.leader, first);
+  assert.deepEqual(fake.tagged('app:isLeader', 'published'), [first]);
 });

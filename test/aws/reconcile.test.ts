@@ -120,6 +120,20 @@ describe('reconcileGroup', () => {
     assert.equal(r.leader, ids[0]);
     assert.deepEqual(fake.tagged(TAG).filter((id) => ids.includes(id)), [ids[0]]);
     assert.equal(r.removed.length, 4);
+    assert.equal(fake.instance(ids[0]!).tags.get(TAG), group, 'the kept tag now names the group');
+  });
+
+  test('an instance moved from another group keeps leading its new group, relabelled', async () => {
+    const { group: a, ids: [moved] } = newGroup(1, ['i-0e1']);
+    const { group: b } = newGroup(1, ['i-0e2']);
+    await reconcile(a);
+    assert.deepEqual(taggedFor(a), ['i-0e1']);
+    // Detach from a, attach to b as its lowest member.
+    fake.instance(moved!).group = b;
+    assert.equal((await reconcile(b)).leader, 'i-0e1');
+    assert.deepEqual(taggedFor(b), ['i-0e1']);
+    assert.equal((await reconcile(a)).leader, null);
+    assert.deepEqual(taggedFor(b), ['i-0e1'], 'a\'s reconciler no longer claims it');
   });
 
   test('a group that does not exist: tags naming it are removed, nothing else is touched', async () => {
