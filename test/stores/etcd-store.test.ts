@@ -247,6 +247,10 @@ describe('etcd: queueing', () => {
     hb.watch!(lock, () => woken++);
     await sleep(TIMING.leaseDurationMs * 2 + 500);
     assert.equal((await keysUnder(`${lock}/`)).length, 2, 'the queued key outlived two TTLs');
+    // Renewals are keepalives, not writes; a live leader still reads as recently renewed.
+    const seen = await hb.read(lock);
+    assert.equal(seen?.holder, 'leader');
+    assert.ok(seen.renewedAt + seen.leaseDurationMs > Date.now(), 'a live leader reads as live');
     // The leader stops renewing without releasing; its handle stays open and its lease expires.
     const stoppedAt = Date.now();
     await leader.stop();

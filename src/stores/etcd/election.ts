@@ -71,8 +71,9 @@ export class Election {
         const c = candidate ?? (await this.enlist(lock, identity, next.leaseDurationMs));
         const result = await this.campaignOnce(c, next, fresh);
         if (result) return result;
-        // Its lease had expired (e.g. queued while nobody watched): start over with a new one.
-        this.registry.remove(c);
+        // Its lease had expired (e.g. queued while nobody watched) or its key vanished: start
+        // over with a new lease.
+        void this.retire(c);
         candidate = undefined;
       }
       return { ok: false, current: undefined };
@@ -112,7 +113,7 @@ export class Election {
     if (!mine) return undefined;
     c.createRevision = mine.create_revision;
     if (kvs[0] === mine) {
-      c.state = 'leading';
+      this.registry.setState(c, 'leading');
       c.record = toRecord(c.lock, mine);
       this.changed(c.lock);
       return { ok: true, record: c.record };

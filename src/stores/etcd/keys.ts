@@ -117,7 +117,8 @@ export function encodeValue(write: LeaseWrite, holder: string): Buffer {
  * toRecord presents a candidate key as a lease record. The term is the key's create revision:
  * etcd's revision counter is global, persisted and never goes back, so a later candidate always
  * has a higher one. A value baton did not write (e.g. an `etcdctl elect` proposal) becomes the
- * holder as it is.
+ * holder as it is, with etcdctl's default session TTL as its lease. `renewedAt` is the time of
+ * this read (informational, like every wall-clock field).
  */
 export function toRecord(lock: string, kv: IKeyValue): LeaseRecord {
   const raw = kv.value.toString();
@@ -128,7 +129,9 @@ export function toRecord(lock: string, kv: IKeyValue): LeaseRecord {
     term: Number(kv.create_revision),
     leaseDurationMs: stored?.leaseDurationMs ?? FOREIGN_LEASE_MS,
     acquiredAt: stored?.acquiredAt ?? 0,
-    renewedAt: stored?.renewedAt ?? 0,
+    // etcd records no renewal time (a renewal is a keepalive, not a write), but a key that
+    // still exists was renewed within its TTL: as of this read it is live.
+    renewedAt: Math.max(stored?.renewedAt ?? 0, Date.now()),
     transitions: stored?.transitions ?? 0,
     stepDownRequested: stored?.stepDownRequested ?? false,
     metadata: Object.freeze({ ...(stored?.metadata ?? {}), etcdKey: kv.key.toString(), etcdLease: kv.lease }),

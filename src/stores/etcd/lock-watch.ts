@@ -81,13 +81,22 @@ export class LockWatch {
       return;
     }
     this.running = true;
-    void this.retarget().finally(() => {
-      this.running = false;
-      if (this.again) {
-        this.again = false;
-        this.refresh();
-      }
-    });
+    void this.retarget()
+      .catch(() => this.lost())
+      .finally(() => {
+        this.running = false;
+        if (this.again) {
+          this.again = false;
+          this.refresh();
+        }
+      });
+  }
+
+  /** lost notes that changes may have been missed and reads again after a backoff. */
+  private lost(): void {
+    this.missed = true;
+    this.failures++;
+    this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
   }
 
   close(): void {
@@ -104,9 +113,7 @@ export class LockWatch {
     try {
       ({ kvs, revision } = await this.election.candidates(this.lock));
     } catch {
-      this.missed = true;
-      this.failures++;
-      return this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
+      return this.lost();
     }
     if (this.closed) return;
     this.failures = 0;
@@ -154,11 +161,7 @@ export class LockWatch {
       onlyPuts: target.kind === 'creation',
       onEvents: (events) => this.onEvents(target, events),
       onLost: () => {
-        if (this.cancels.delete(id)) {
-          this.missed = true;
-          this.failures++;
-          this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
-        }
+        if (this.cancels.delete(id)) this.lost();
       },
     });
   }

@@ -47,12 +47,7 @@ export class WatchHub {
     }
     const id = this.nextId++;
     this.watches.set(id, spec);
-    const filters: ('Noput' | 'Nodelete')[] = [];
-    if (spec.onlyDeletes) filters.push('Noput');
-    if (spec.onlyPuts) filters.push('Nodelete');
-    this.send({
-      create_request: { key: spec.key, range_end: spec.rangeEnd, start_revision: spec.startRevision, watch_id: id, filters },
-    });
+    this.send(createRequest(id, spec));
     return () => {
       if (this.watches.delete(id) && this.stream) this.send({ cancel_request: { watch_id: id } });
     };
@@ -94,16 +89,10 @@ export class WatchHub {
     stream.on('data', (res) => this.onResponse(res));
     stream.on('error', () => this.broken(stream));
     stream.on('end', () => this.broken(stream));
-    for (const [id, spec] of this.watches) {
-      stream.write({
-        create_request: {
-          key: spec.key,
-          range_end: spec.rangeEnd,
-          start_revision: spec.startRevision,
-          watch_id: id,
-          filters: [...(spec.onlyDeletes ? ['Noput' as const] : []), ...(spec.onlyPuts ? ['Nodelete' as const] : [])],
-        },
-      });
+    try {
+      for (const [id, spec] of this.watches) stream.write(createRequest(id, spec));
+    } catch {
+      this.broken(stream);
     }
   }
 
@@ -131,4 +120,11 @@ export class WatchHub {
     this.watches.clear();
     for (const spec of lost) spec.onLost();
   }
+}
+
+function createRequest(id: number, spec: WatchSpec): IWatchRequest {
+  const filters: ('Noput' | 'Nodelete')[] = [];
+  if (spec.onlyDeletes) filters.push('Noput');
+  if (spec.onlyPuts) filters.push('Nodelete');
+  return { create_request: { key: spec.key, range_end: spec.rangeEnd, start_revision: spec.startRevision, watch_id: id, filters } };
 }
