@@ -9,6 +9,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { LeaderElector } from '../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
+import { requestStepDown } from '../../src/core/step-down.js';
 import { openStore } from '../../src/core/store-url.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
@@ -163,6 +164,23 @@ describe('etcd: the election protocol on the wire', () => {
     const renewal = await a.write(lock, r.record.revision, { ...acquire('alice'), newTerm: false });
     assert.equal(renewal.ok, false);
     assert.equal(!renewal.ok && renewal.current?.stepDownRequested, true);
+  });
+
+  it('a step-down request reaches the leader through its watch; a standby takes over', async () => {
+    const lock = uniqueLock('stepdown');
+    const [a, b] = [elector(await handle(), lock, 'alice'), elector(await handle(), lock, 'bob')];
+    a.start();
+    const first = await a.elected();
+    b.start();
+    await waitFor(() => b.leader()?.holder === 'alice', 5000, 'bob to see alice');
+    const stopped = new Promise<{ reason: string }>((r) => a.once('stopped', r));
+    const asked = Date.now();
+    const outcome = await requestStepDown(await handle(), lock, { timeoutMs: 5000 });
+    assert.equal(outcome.outcome, 'released');
+    assert.equal((await stopped).reason, 'step-down-requested');
+    const second = await b.elected();
+    assert.ok(second.term > first.term);
+    assert.ok(Date.now() - asked < TIMING.leaseDurationMs, 'handed over without waiting for the lease');
   });
 
   it('baton and etcdctl elect are one election: never both leading, in either order', async () => {

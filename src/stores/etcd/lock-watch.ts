@@ -23,8 +23,8 @@ const MAX_BACKOFF_MS = 1000;
  * - for each of this handle's queued candidates, the key just ahead of it (the greatest create
  *   revision below its own); when that one goes, it reads again and either finds a new
  *   predecessor or finds its candidate at the front, and only then wakes the listeners;
- * - with no queued candidate here, the current leader key (puts and deletion), or, when the
- *   lock is free, the creation of the first candidate key.
+ * - with no queued candidate here (or when the leader is this handle's), the current leader key
+ *   (puts and deletion), or, when the lock is free, the creation of the first candidate key.
  *
  * Every watch starts at the revision right after the read it follows, so nothing in between is
  * missed. If a watch is lost (stream broken, server restarted) it reads and watches again with
@@ -138,7 +138,14 @@ export class LockWatch {
         wake = true;
       }
     }
-    if (!queued) add(kvs[0] ? { kind: 'leader', key: kvs[0].key } : { kind: 'creation', key: Buffer.from(this.layout.lockPrefix(this.lock)) });
+    const leader = kvs[0];
+    if (!leader) {
+      if (!queued) add({ kind: 'creation', key: Buffer.from(this.layout.lockPrefix(this.lock)) });
+    } else if (!queued || this.registry.withKey(leader.key)?.state === 'leading') {
+      // Also when one of our queued candidates waits behind one of our leaders: that leader's
+      // elector must hear of a step-down flag at once.
+      add({ kind: 'leader', key: leader.key });
+    }
     for (const [id, cancel] of this.cancels) {
       if (!targets.has(id)) {
         cancel();
