@@ -85,7 +85,8 @@ export class InstanceMetadata {
       const res = await fetch(`${this.endpoint}${path}`, { method, headers, signal: AbortSignal.timeout(this.timeoutMs) });
       return { status: res.status, text: await res.text() };
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      const c = (err as { cause?: { code?: string; message?: string } }).cause;
+      const cause = c?.code ?? c?.message ?? (err as Error).name;
       throw new AwsUnavailableError(`aws: instance metadata at ${this.endpoint} cannot be reached (${cause})`, { cause: err });
     }
   }
@@ -96,5 +97,12 @@ export class InstanceMetadata {
  * instance metadata.
  */
 export async function resolveRegion(imds: InstanceMetadata, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (await imds.region());
+  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim();
+  if (region) return region;
+  try {
+    return await imds.region();
+  } catch (err) {
+    // Off EC2 the metadata service is simply absent: say what would fix it.
+    throw new AwsUnavailableError(`${(err as Error).message}; set AWS_REGION when not on EC2`, { cause: err });
+  }
 }

@@ -66,13 +66,14 @@ test('asg-tag: the tag through instance metadata, or DescribeTags when metadata 
 });
 
 test('exit 69 with one line on stderr when AWS or instance metadata cannot be reached', async () => {
-  const api = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_ENDPOINT_URL_AUTO_SCALING: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '2' });
+  const closed = await AwsFake.closedEndpoint();
+  const api = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_ENDPOINT_URL_AUTO_SCALING: closed, AWS_MAX_ATTEMPTS: '2' });
   assert.equal(api.code, 69);
   assert.match(api.stderr, /^baton: aws: DescribeAutoScalingInstances: .*\n$/);
-  const md = await isLeader('i-0bbb', ['--strategy', 'asg-tag'], { AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9' });
+  const md = await isLeader('i-0bbb', ['--strategy', 'asg-tag'], { AWS_EC2_METADATA_SERVICE_ENDPOINT: closed });
   assert.equal(md.code, 69);
-  assert.match(md.stderr, /^baton: aws: instance metadata at http:\/\/127\.0\.0\.1:9 cannot be reached.*\n$/);
-  const ec2 = await isLeader('i-0ddd', ['--strategy', 'asg-tag'], { AWS_ENDPOINT_URL_EC2: 'http://127.0.0.1:9', AWS_MAX_ATTEMPTS: '1' });
+  assert.equal(md.stderr, `baton: aws: instance metadata at ${closed} cannot be reached (ECONNREFUSED)\n`);
+  const ec2 = await isLeader('i-0ddd', ['--strategy', 'asg-tag'], { AWS_ENDPOINT_URL_EC2: closed, AWS_MAX_ATTEMPTS: '1' });
   assert.equal(ec2.code, 69);
 });
 

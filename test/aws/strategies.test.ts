@@ -38,8 +38,8 @@ describe('instance metadata (IMDSv2)', () => {
   });
 
   test('an unreachable metadata service is AwsUnavailableError (exit 69)', async () => {
-    const imds = new InstanceMetadata({ endpoint: 'http://127.0.0.1:9', timeoutMs: 1000 });
-    await assert.rejects(imds.instanceId(), (err: unknown) => err instanceof AwsUnavailableError && err.exitCode === 69);
+    const imds = new InstanceMetadata({ endpoint: await AwsFake.closedEndpoint(), timeoutMs: 1000 });
+    await assert.rejects(imds.instanceId(), (err: unknown) => err instanceof AwsUnavailableError && err.exitCode === 69 && /ECONNREFUSED/.test(err.message));
   });
 });
 
@@ -151,7 +151,7 @@ describe('AWS errors', () => {
 
   test('an unreachable API endpoint is AwsUnavailableError', async () => {
     const saved = process.env.AWS_ENDPOINT_URL_AUTO_SCALING;
-    process.env.AWS_ENDPOINT_URL_AUTO_SCALING = 'http://127.0.0.1:9';
+    process.env.AWS_ENDPOINT_URL_AUTO_SCALING = await AwsFake.closedEndpoint();
     const api = connectAws({ region: fake.region, maxAttempts: 1 });
     try {
       await assert.rejects(api.groupInstances('x'), AwsUnavailableError);

@@ -106,6 +106,15 @@ export class AwsFake {
     return fake;
   }
 
+  /** closedEndpoint is a loopback URL nothing listens on (connections are refused). */
+  static async closedEndpoint(): Promise<string> {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const { port } = s.address() as { port: number };
+    await new Promise<void>((r) => s.close(() => r()));
+    return `http://127.0.0.1:${port}`;
+  }
+
   /** stop closes the API listener and every metadata listener. */
   async stop(): Promise<void> {
     const all = [this.server, ...this.imds.values()];
@@ -201,7 +210,7 @@ export class AwsFake {
       ...env,
       AWS_ENDPOINT_URL_AUTO_SCALING: this.url,
       AWS_ENDPOINT_URL_EC2: this.url,
-      AWS_EC2_METADATA_SERVICE_ENDPOINT: instanceId ? await this.metadataEndpoint(instanceId) : 'http://127.0.0.1:9',
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: instanceId ? await this.metadataEndpoint(instanceId) : await AwsFake.closedEndpoint(),
       AWS_ACCESS_KEY_ID: 'AKIDFAKEFAKEFAKE',
       AWS_SECRET_ACCESS_KEY: 'fake-secret',
       AWS_CONFIG_FILE: '/nonexistent/aws-config',
