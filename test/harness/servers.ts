@@ -9,6 +9,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
+
+// Servers run in their own process groups (so a pause freezes all of a server's processes);
+// make sure none outlives the process that started it.
+const started = new Set<ManagedServer>();
+process.once('exit', () => {
+  for (const s of started) s.killNow();
+});
 import { join } from 'node:path';
 
 /** freePort asks the kernel for a free loopback port. */
@@ -71,15 +78,25 @@ export abstract class ManagedServer {
     await waitForPort(this.port, 30_000, this.child);
   }
 
+  /** killNow sends SIGKILL to the server's group synchronously (used at process exit). */
+  killNow(): void {
+    this.signalGroup('SIGCONT');
+    this.signalGroup('SIGKILL');
+  }
+
   /** start prepares (first time) and launches the server; resolves when it is ready. */
   async start(): Promise<this> {
+    started.add(this);
     if (this.port === 0) {
       this.port = await freePort();
       await this.prepare();
     }
     const { bin, args, uid, gid, env } = this.command();
     this.log = '';
-    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], uid, gid, env: { ...process.env, ...env }, cwd: this.dir });
+    // Its own process group, so pause/kill reach every process of the server (postgres forks a
+    // backend per connection).
+    this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], uid, gid, env: { ...process.env, ...env }, cwd: this.dir, detached: true });
+    this.child.unref();
     const keep = (b: Buffer) => {
       this.log = (this.log + b.toString()).slice(-20_000);
     };
@@ -105,24 +122,34 @@ export abstract class ManagedServer {
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     if (this.paused) this.resume();
     const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGKILL');
+    this.signalGroup('SIGKILL');
     await exited;
   }
 
   /** pause freezes the server (SIGSTOP): connections stay open, nothing answers. */
   pause(): void {
-    if (this.child?.pid) {
-      process.kill(this.child.pid, 'SIGSTOP');
-      this.paused = true;
-    }
+    if (this.signalGroup('SIGSTOP')) this.paused = true;
   }
 
   /** resume thaws a paused server (SIGCONT). */
   resume(): void {
-    if (this.child?.pid) {
-      process.kill(this.child.pid, 'SIGCONT');
-      this.paused = false;
+    if (this.signalGroup('SIGCONT')) this.paused = false;
+  }
+
+  /** signalGroup signals every process of the server (its process group). */
+  private signalGroup(signal: NodeJS.Signals): boolean {
+    const pid = this.child?.pid;
+    if (!pid) return false;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        return false;
+      }
     }
+    return true;
   }
 
   /** restart kills the server and starts it again on the same port with the same data. */
@@ -134,6 +161,7 @@ export abstract class ManagedServer {
   /** stop kills the server and removes its data. */
   async stop(): Promise<void> {
     await this.kill();
+    started.delete(this);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
