@@ -24,7 +24,7 @@ export interface ChaosOptions {
   checkDir?: string;
 }
 
-/** NOT_FOR_FILE_STORES explains why partitions skip SQLite. */
+/** PARTITION_NEEDS_NETWORK explains why partitions skip SQLite. */
 const PARTITION_NEEDS_NETWORK = 'candidates reach the database file through the local filesystem; there is no network path to cut';
 
 /** parseChaosArgs parses argv (without node and script); throws UsageError / InvalidConfigError. */

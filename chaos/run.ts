@@ -12,14 +12,12 @@
  * first election could not be had; 78 a store baton cannot open yet.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommanderError } from 'commander';
 import { BatonError, ExitCode, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
-import { formatDuration } from '../src/core/duration.js';
 import { monoMs, sleepMs } from './clock.js';
 import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
 import { JsonlWriter, type HarnessEvent } from './events.js';
@@ -50,7 +48,7 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   };
   writeFileSync(join(dir, 'run.json'), JSON.stringify(meta, null, 2));
   const log = new JsonlWriter<HarnessEvent>(join(dir, 'harness.jsonl'));
-  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates, ${formatDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
+  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates, ${exactDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
 
   let store: RunningStore;
   try {
@@ -151,11 +149,18 @@ function replayCommand(o: ChaosOptions): string {
     'npm run chaos --',
     `--store ${o.kind.name}`,
     `--candidates ${o.candidates}`,
-    `--duration ${formatDuration(o.durationMs).replace(/\s/g, '')}`,
+    `--duration ${exactDuration(o.durationMs)}`,
     `--faults ${o.faults.join(',') || 'none'}`,
     `--seed ${o.seed}`,
     `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,
   ].join(' ');
+}
+
+/** exactDuration writes ms in the largest unit that divides it, so a replay runs exactly as long. */
+function exactDuration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }
 
 async function runCleanups(): Promise<void> {
