@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { FAULT_KINDS, readJsonl, type CandidateEvent, type FaultKind, type HarnessEvent, type RegisterEvent } from './events.js';
 import { clip, holes, overlaps, percentile, totalMs, type Interval, type Span } from './intervals.js';
 import { offsetMs } from './faults.js';
+import { leadershipsFrom } from './leaderships.js';
+import { replayRegister } from './register-replay.js';
 import type { ChaosTiming } from './stores.js';
 
 /** RunMeta describes a run; saved as run.json beside its logs. */
@@ -29,17 +31,6 @@ export interface RunMeta {
   timing: ChaosTiming;
   faultKinds: FaultKind[];
   command: string;
-}
-
-/** Leadership is one term held by one process, on the shared timeline. */
-interface Leadership {
-  identity: string;
-  term: number;
-  electedAt: number;
-  acquireStart: number;
-  deadline: number;
-  /** When the process noticed the end (stopped), or died. */
-  believedEnd: number;
 }
 
 /** FaultRecord is one injected fault with its timing (ms relative to the window start). */
@@ -75,7 +66,7 @@ export interface ChaosResult {
   holderChanges: number;
   acceptedWrites: number;
   acceptedStaleWrites: number;
-  staleWriteSamples: { token: number; from: string; newest: number; newestFrom: string; atMs: number; n: number }[];
+  staleWriteSamples: { token: number; from: string; newest: number; newestFrom: string; t: number; atMs: number; n: number }[];
   rejectedStaleWrites: number;
   termViolations: { identity: string; term: number; previousMax: number; atMs: number }[];
   believedOverlapMs: number;
@@ -119,37 +110,12 @@ export function check(
   const { timing } = meta;
   const windowStart = harness.find((e) => e.ev === 'window' && e.edge === 'start')?.t ?? 0;
   // A run still going (or one that crashed) has no end mark: judge it up to its last harness line.
-  const windowEnd = harness.find((e) => e.ev === 'window' && e.edge === 'end')?.t ?? Math.max(windowStart, ...harness.map((e) => e.t));
+  const windowEnd = harness.find((e) => e.ev === 'window' && e.edge === 'end')?.t ?? harness.reduce((m, e) => Math.max(m, e.t), windowStart);
   const rel = (t: number) => Math.round(t - windowStart);
   const violations: string[] = [];
 
   // 1. Leaderships from the candidates' own logs; a killed process believes nothing after death.
-  const deaths = new Map<string, number>();
-  for (const e of harness) if (e.ev === 'exit') deaths.set(e.identity, e.t);
-  const leaderships: Leadership[] = [];
-  const renewals: { identity: string; t: number; rttMs: number }[] = [];
-  for (const [identity, events] of candidates) {
-    let open: Leadership | undefined;
-    const death = deaths.get(identity) ?? windowEnd;
-    const close = (t: number) => {
-      if (open) leaderships.push({ ...open, believedEnd: Math.min(t, death) });
-      open = undefined;
-    };
-    for (const e of events) {
-      if (e.ev === 'elected') {
-        close(e.t);
-        open = { identity, term: e.term, electedAt: e.t, acquireStart: e.acquireStart, deadline: e.deadline, believedEnd: NaN };
-      } else if (e.ev === 'renewed') {
-        renewals.push({ identity, t: e.t, rttMs: e.rttMs });
-        if (open && open.term === e.term) open.deadline = e.deadline;
-      } else if (e.ev === 'stopped' && open && open.term === e.term) {
-        close(e.t);
-      } else if (e.ev === 'exit') {
-        close(e.t);
-      }
-    }
-    close(death);
-  }
+  const { leaderships, renewals } = leadershipsFrom(candidates, harness, windowEnd);
   const inWindow = leaderships.filter((l) => l.electedAt <= windowEnd).sort((a, b) => a.electedAt - b.electedAt);
 
   // 2. Failovers: every election after the first is a new leadership (a new term).
@@ -166,26 +132,8 @@ export function check(
   if (termViolations.length) violations.push(`${termViolations.length} acquisition(s) got a term that was not above every earlier term`);
 
   // 4. The register, replayed: an accepted token below the newest, or equal but from another writer.
-  let newest = -1;
-  let newestFrom = '';
-  let acceptedWrites = 0;
-  let acceptedStaleWrites = 0;
-  const staleWriteSamples: ChaosResult['staleWriteSamples'] = [];
-  let rejectedStaleWrites = 0;
-  for (const e of register) {
-    if (e.ev === 'rejected') {
-      rejectedStaleWrites++;
-      continue;
-    }
-    acceptedWrites += e.n;
-    if (e.token < newest || (e.token === newest && e.from !== newestFrom)) {
-      acceptedStaleWrites += e.n;
-      if (staleWriteSamples.length < 20) staleWriteSamples.push({ token: e.token, from: e.from, newest, newestFrom, atMs: rel(e.t0), n: e.n });
-    } else {
-      newest = e.token;
-      newestFrom = e.from;
-    }
-  }
+  const { acceptedWrites, acceptedStaleWrites, rejectedStaleWrites, stale } = replayRegister(register);
+  const staleWriteSamples = stale.slice(0, 20).map((w) => ({ ...w, atMs: rel(w.t) }));
   if (acceptedStaleWrites) violations.push(`${acceptedStaleWrites} stale write(s) accepted by the fenced register`);
 
   // 5. Belief versus isLeader(): who thought it led, and for whom isLeader() was actually true.

@@ -1,0 +1,59 @@
+/**
+ * Leaderships rebuilt from the candidates' logs: who held which term, from when, until when
+ * isLeader() was true (the deadline the elector computed) and until when the process believed
+ * it (its `stopped`, or its death — a killed process believes nothing).
+ */
+import type { CandidateEvent, HarnessEvent } from './events.js';
+
+/** Leadership is one term held by one process, on the shared timeline. */
+export interface Leadership {
+  identity: string;
+  term: number;
+  electedAt: number;
+  /** When the acquiring write was sent. */
+  acquireStart: number;
+  /** When isLeader() turned false, as of the last renewal logged. */
+  deadline: number;
+  /** When the process noticed the end (stopped), or died. */
+  believedEnd: number;
+}
+
+/** Renewal is one successful renewal and its round trip. */
+export interface Renewal {
+  identity: string;
+  t: number;
+  rttMs: number;
+}
+
+/** leadershipsFrom reads every candidate log; leaderships still open at the end close at death or `endAt`. */
+export function leadershipsFrom(
+  candidates: ReadonlyMap<string, CandidateEvent[]>,
+  harness: readonly HarnessEvent[],
+  endAt: number,
+): { leaderships: Leadership[]; renewals: Renewal[] } {
+  const deaths = new Map<string, number>();
+  for (const e of harness) if (e.ev === 'exit') deaths.set(e.identity, e.t);
+  const leaderships: Leadership[] = [];
+  const renewals: Renewal[] = [];
+  for (const [identity, events] of candidates) {
+    let open: Leadership | undefined;
+    const death = deaths.get(identity) ?? endAt;
+    const close = (t: number) => {
+      if (open) leaderships.push({ ...open, believedEnd: Math.min(t, death) });
+      open = undefined;
+    };
+    for (const e of events) {
+      if (e.ev === 'elected') {
+        close(e.t);
+        open = { identity, term: e.term, electedAt: e.t, acquireStart: e.acquireStart, deadline: e.deadline, believedEnd: NaN };
+      } else if (e.ev === 'renewed') {
+        renewals.push({ identity, t: e.t, rttMs: e.rttMs });
+        if (open && open.term === e.term) open.deadline = e.deadline;
+      } else if ((e.ev === 'stopped' && open?.term === e.term) || e.ev === 'exit') {
+        close(e.t);
+      }
+    }
+    close(death);
+  }
+  return { leaderships, renewals };
+}
