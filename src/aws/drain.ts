@@ -79,11 +79,10 @@ export async function drainInstance(options: DrainOptions): Promise<DrainResult>
   };
   const outcomes = await Promise.all(options.locks.map((lock) => handOver(store, options, lock, host, log)));
   const locks = outcomes.map((o) => o.result);
-  let exitCode: number = ExitCode.ok;
-  for (const o of outcomes) {
-    if (o.result.outcome === 'failed') exitCode = Math.max(exitCode, o.exitCode);
-    else if (o.result.outcome === 'timeout' && exitCode === ExitCode.ok) exitCode = ExitCode.tempFail;
-  }
+  // A failure (69/78) says more than a slow holder (75); a lifecycle failure, below, says most.
+  const failed = outcomes.filter((o) => o.result.outcome === 'failed').map((o) => o.exitCode);
+  const exitCode: number =
+    failed.length > 0 ? Math.max(...failed) : outcomes.some((o) => o.result.outcome === 'timeout') ? ExitCode.tempFail : ExitCode.ok;
   if (!options.hook) return { locks, lifecycle: null, exitCode };
   try {
     const lifecycle = await completeTermination(options, options.hook);
