@@ -88,10 +88,10 @@ const elector = new LeaderElector({
 const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
 elector.on('elected', ({ term }) => {
   const w = elector.leadershipWindow();
-  emit({ ev: 'elected', t: monoMs(), term, acquireStart: (w?.renewStartMs ?? NaN) + PERF_TO_MONO_MS, deadline: deadline() });
+  emit({ ev: 'elected', t: monoMs(), wall: Date.now(), term, acquireStart: (w?.renewStartMs ?? NaN) + PERF_TO_MONO_MS, deadline: deadline() });
 });
 elector.on('renewed', ({ term, durationMs }) => emit({ ev: 'renewed', t: monoMs(), term, rttMs: durationMs, deadline: deadline() }));
-elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), term, reason }));
+elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), wall: Date.now(), term, reason }));
 elector.on('storeError', (err) => {
   errors++;
   lastError = errorMessage(err);

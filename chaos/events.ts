@@ -12,11 +12,14 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 /** CandidateEvent is one line of a candidate's log. `t` is monoMs() when it was written. */
 export type CandidateEvent =
   | { ev: 'start'; t: number; identity: string; pid: number; skewMs: number }
-  /** Won the lease: `acquireStart` is when the acquiring write was sent, `deadline` when isLeader() turns false. */
-  | { ev: 'elected'; t: number; term: number; acquireStart: number; deadline: number }
+  /**
+   * Won the lease: `acquireStart` is when the acquiring write was sent, `deadline` when
+   * isLeader() turns false; `wall` is this process's (possibly faked) Date.now(), for people.
+   */
+  | { ev: 'elected'; t: number; wall: number; term: number; acquireStart: number; deadline: number }
   /** A successful renewal: its round trip and the new deadline. */
   | { ev: 'renewed'; t: number; term: number; rttMs: number; deadline: number }
-  | { ev: 'stopped'; t: number; term: number; reason: string }
+  | { ev: 'stopped'; t: number; wall: number; term: number; reason: string }
   /** The register refused a write this candidate sent while isLeader() was true. */
   | { ev: 'fenced'; t: number; term: number; newest: number }
   /** Store errors since the last such line (rate-limited). */

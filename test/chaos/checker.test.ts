@@ -20,10 +20,10 @@ const meta: RunMeta = {
 /** A leadership in a candidate log: elected at `at`, last renewed at `renewAt` (deadline 600 ms later). */
 function leads(term: number, at: number, renewAt: number, stoppedAt?: number): CandidateEvent[] {
   const out: CandidateEvent[] = [
-    { ev: 'elected', t: at, term, acquireStart: at - 1, deadline: at - 1 + 600 },
+    { ev: 'elected', t: at, wall: 1e12 + at, term, acquireStart: at - 1, deadline: at - 1 + 600 },
     { ev: 'renewed', t: renewAt + 1, term, rttMs: 1, deadline: renewAt + 600 },
   ];
-  if (stoppedAt !== undefined) out.push({ ev: 'stopped', t: stoppedAt, term, reason: 'renew-deadline' });
+  if (stoppedAt !== undefined) out.push({ ev: 'stopped', t: stoppedAt, wall: 1e12 + stoppedAt, term, reason: 'renew-deadline' });
   return out;
 }
 
