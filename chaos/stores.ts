@@ -61,13 +61,15 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite },
   postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()) },
   redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()) },
-  // etcd grants leases in whole seconds with a minimum of about two, and expires them on a
-  // half-second sweep: a 2 s lease is the shortest the server will honour as asked.
+  // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
+  // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
+  // lease can outlive its TTL by up to 500 ms: the retry period is chosen longer than that, so
+  // the gap bound (lease + retry + RTT) covers the server's own lateness.
   etcd: {
     name: 'etcd',
     scheme: 'etcd',
     network: true,
-    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 500 },
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
 });
