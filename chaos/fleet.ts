@@ -50,6 +50,8 @@ interface Slot {
 /** Fleet owns the candidate processes. */
 export class Fleet {
   private readonly slots: Slot[] = [];
+  /** Set once the fleet is being torn down: nothing is (re)started after that. */
+  private closed = false;
 
   constructor(private readonly options: FleetOptions) {
     if (options.wallOffsets && !existsSync(LIBFAKETIME)) {
@@ -85,6 +87,7 @@ export class Fleet {
 
   /** spawn starts a new incarnation in `slot`. */
   spawn(slot: number): void {
+    if (this.closed) return;
     const s = this.slots[slot]!;
     s.incarnation++;
     s.identity = `c${slot}.${s.incarnation}`;
@@ -169,6 +172,7 @@ export class Fleet {
 
   /** stopAll asks every candidate to stop (releasing its lease), then kills stragglers. */
   async stopAll(graceMs = 5000): Promise<void> {
+    this.closed = true;
     await Promise.all(
       this.slots.map(async (s, i) => {
         if (!this.alive(i)) return;
@@ -183,6 +187,7 @@ export class Fleet {
 
   /** killAll is the emergency exit: SIGKILL everything now. */
   killAll(): void {
+    this.closed = true;
     for (const s of this.slots) {
       try {
         s.child?.kill('SIGKILL');

@@ -86,6 +86,8 @@ export function isRegistered(kind: ChaosStoreKind): boolean {
 
 async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {
   await server.start();
+  // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
+  let stopped = false;
   return {
     url: server.url,
     port: server.port,
@@ -100,10 +102,14 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
       else await server.kill();
     },
     async mendStore(variant) {
+      if (stopped) return;
       if (variant === 'freeze') server.resume();
       else await server.start();
     },
-    stop: () => server.stop(),
+    stop() {
+      stopped = true;
+      return server.stop();
+    },
   };
 }
 
