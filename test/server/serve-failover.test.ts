@@ -1,12 +1,13 @@
 /**
  * `baton serve` as real processes on a real SQLite store: /leader, /readyz, /healthz and
  * /metrics on three candidates before, during and after the leader is SIGKILLed; then a
- * graceful SIGTERM releases the lease and exits 0.
+ * graceful SIGTERM releases the lease and exits 0. And `serve -- COMMAND`: the command runs
+ * only while its instance leads, with the term /leader reports, and stops on shutdown.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { SqliteStore } from '../../src/stores/sqlite/index.js';
-import { BatonProcess, TempDir, cleanEnv, waitFor } from '../harness/cli.js';
+import { BatonProcess, TempDir, childCommand, cleanEnv, pidAlive, readChildLog, waitFor } from '../harness/cli.js';
 import { SERVE_TIMING, getJson, logLines, metric, scrape, startServe, type ServeProcess } from './serve-harness.js';
 
 const dir = new TempDir();
@@ -123,4 +124,31 @@ test('three serve processes: endpoints and metrics before, during and after a SI
   } finally {
     await store.close();
   }
+});
+
+test('serve -- COMMAND: runs the command while leading, stops it on SIGTERM, and the standby starts its own', async () => {
+  const log = dir.join('child.log');
+  const env = cleanEnv(dir.path, { CHILD_LOG: log });
+  const args = ['--store', dir.sqlite('command.db'), '--lock', 'cmd', ...SERVE_TIMING, '--', ...childCommand()];
+  const a = await startServe(args, env, started);
+  const firstStart = await waitFor('a\'s command to start', () => readChildLog(log).find((l) => l.kind === 'start'), 10_000);
+  const aView = (await getJson(`${a.url}/leader`)).body;
+  assert.equal(aView.isSelf, true);
+  assert.equal(firstStart.identity, a.identity);
+  assert.equal(firstStart.term, aView.term, 'the command sees the fencing token /leader reports');
+  const b = await startServe(args, env, started);
+  await waitFor('b to see a', async () => (await getJson(`${b.url}/leader`)).body.holder === a.identity);
+  assert.equal(readChildLog(log).filter((l) => l.kind === 'start').length, 1, 'the standby runs nothing');
+
+  a.proc.signal('SIGTERM');
+  const res = await a.proc.waitForExit(10_000);
+  assert.equal(res.code, 0, res.stderr);
+  const stop = readChildLog(log).find((l) => l.kind === 'stop' && l.pid === firstStart.pid);
+  assert.ok(stop, 'a\'s command got SIGTERM before baton released the lease');
+  assert.ok(!pidAlive(firstStart.pid));
+  const second = await waitFor('b\'s command to start', () => readChildLog(log).find((l) => l.kind === 'start' && l.identity === b.identity), 10_000, 50);
+  assert.ok(second.term > firstStart.term);
+  assert.ok(second.monoNs > stop.monoNs, 'no overlap: b\'s command started after a\'s stopped');
+  b.proc.signal('SIGTERM');
+  assert.equal((await b.proc.waitForExit(10_000)).code, 0);
 });

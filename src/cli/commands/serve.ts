@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
-import type { LeaderElector, StoppedEvent } from '../../core/elector.js';
+import type { LeaderElector } from '../../core/elector.js';
 import { createLeaderServer } from '../../server/server.js';
 import { createLogger, logElectorEvents, type LogFormat, type Logger } from '../../server/log.js';
 import {
@@ -16,7 +16,7 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { Supervisor } from '../supervisor.js';
+import { exitCodeOf, superviseTerm } from '../lead.js';
 
 interface ServeOptions extends CommonOptions {
   listen: string;
@@ -112,46 +112,36 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
 }
 
 /**
- * runWhileLeading runs the command for one term under the watchdog (cli/supervisor.ts), which
- * stops it before any other instance could lead. Returns an exit code to end serve with, or
+ * runWhileLeading runs the command for one term under the watchdog (cli/lead.ts), which stops
+ * it before any other instance could lead. Returns an exit code to end serve with, or
  * undefined to campaign again.
  */
 async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>): Promise<number | undefined> {
-  if (elector.term !== term) return undefined; // lost again before we could start it
   log('info', 'command-start', `starting ${argv[0]} (term ${term})`, { lock: elector.lock, term, command: argv[0] });
   const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(term) };
-  const sup = new Supervisor(elector, argv, env);
-  let off = () => {};
-  const lost = new Promise<StoppedEvent>((resolve) => {
-    const on = (e: StoppedEvent) => e.term === term && resolve(e);
-    elector.on('stopped', on);
-    off = () => elector.off('stopped', on);
-  });
-  try {
-    const first = await Promise.race([
-      sup.exited.then((x) => ({ kind: 'exit' as const, x })),
-      lost.then((e) => ({ kind: 'lost' as const, e })),
-      stopped.then(() => ({ kind: 'shutdown' as const })),
-    ]);
-    if (first.kind === 'exit') {
-      if (first.x.spawnError) {
-        log('error', 'command-error', `cannot run ${argv[0]}: ${first.x.spawnError}`, { command: argv[0] });
-        return 127;
-      }
-      const how = first.x.code !== null ? `exited with ${first.x.code}` : `was killed by ${first.x.signal}`;
-      log('warn', 'command-exit', `${argv[0]} ${how}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: first.x.code, signal: first.x.signal });
-      await elector.resign();
-      return undefined;
-    }
-    if (first.kind === 'lost') log('warn', 'command-stop', `leadership lost (${first.e.reason}); stopping ${argv[0]}`, { reason: first.e.reason });
-    // SIGTERM now; SIGKILL no later than the last renewal allows, so no one else leads meanwhile.
-    sup.stop();
-    const x = await sup.exited;
+  const { supervisor, done } = superviseTerm(elector, term, argv, env, (reason) =>
+    log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
+  );
+  const first = await Promise.race([done, stopped.then(() => undefined)]);
+  if (first === undefined) {
+    // Shutdown: SIGTERM now; SIGKILL no later than the last renewal allows.
+    supervisor.stop();
+    await supervisor.exited;
+    log('info', 'command-stopped', `${argv[0]} stopped for shutdown`, { command: argv[0] });
+    return undefined;
+  }
+  const x = first.exit;
+  if (first.kind === 'lost') {
     log('info', 'command-stopped', `${argv[0]} stopped (${x.code !== null ? `exit ${x.code}` : x.signal})`, { command: argv[0], code: x.code, signal: x.signal });
     return undefined;
-  } finally {
-    off();
   }
+  if (x.spawnError) {
+    log('error', 'command-error', `cannot run ${argv[0]}: ${x.spawnError}`, { command: argv[0] });
+    return 127;
+  }
+  log('warn', 'command-exit', `${argv[0]} exited with ${exitCodeOf(x)}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
+  await elector.resign();
+  return undefined;
 }
 
 /** parseListen reads HOST:PORT, :PORT, PORT or [IPv6]:PORT (default host 127.0.0.1). */
