@@ -70,6 +70,8 @@ export interface ChaosResult {
   rejectedStaleWrites: number;
   termViolations: { identity: string; term: number; previousMax: number; atMs: number }[];
   believedOverlapMs: number;
+  /** believedOverlapMs split by the kind of the latest fault injected before each overlap began. */
+  believedOverlapByFault: Partial<Record<FaultKind | 'none', number>>;
   believedOverlaps: { startMs: number; ms: number; who: string[] }[];
   leaseOverlapMs: number;
   leaseOverlaps: { startMs: number; ms: number; who: string[] }[];
@@ -228,6 +230,7 @@ export function check(
     rejectedStaleWrites,
     termViolations,
     believedOverlapMs: round1(totalMs(believedSpans)),
+    believedOverlapByFault: byFault(believedSpans, injects),
     believedOverlaps: spanOut(believedSpans),
     leaseOverlapMs: round1(leaseOverlapMs),
     leaseOverlaps: spanOut(leaseSpans),
@@ -244,6 +247,17 @@ export function check(
     command: meta.command,
     logDir,
   };
+}
+
+/** byFault charges each span to the kind of the latest fault injected before it began. */
+function byFault(spans: Span[], injects: { t: number; kind: FaultKind }[]): Partial<Record<FaultKind | 'none', number>> {
+  const out: Partial<Record<FaultKind | 'none', number>> = {};
+  for (const s of spans) {
+    let kind: FaultKind | 'none' = 'none';
+    for (const f of injects) if (f.t <= s.start) kind = f.kind;
+    out[kind] = round1((out[kind] ?? 0) + (s.end - s.start));
+  }
+  return out;
 }
 
 function round1(x: number): number {

@@ -31,8 +31,13 @@ export function leadershipsFrom(
   harness: readonly HarnessEvent[],
   endAt: number,
 ): { leaderships: Leadership[]; renewals: Renewal[] } {
+  // A SIGKILLed process is dead from the signal on; the harness may hear of the exit later.
   const deaths = new Map<string, number>();
-  for (const e of harness) if (e.ev === 'exit') deaths.set(e.identity, e.t);
+  const died = (identity: string, t: number) => deaths.set(identity, Math.min(t, deaths.get(identity) ?? Infinity));
+  for (const e of harness) {
+    if (e.ev === 'exit') died(e.identity, e.t);
+    else if (e.ev === 'inject' && e.kind === 'kill' && e.target) died(e.target, e.t);
+  }
   const leaderships: Leadership[] = [];
   const renewals: Renewal[] = [];
   for (const [identity, events] of candidates) {

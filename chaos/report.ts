@@ -9,6 +9,10 @@ import type { ChaosResult } from './checker.js';
 export function renderReport(r: ChaosResult): string {
   const t = r.timing;
   const ms = (x: number) => `${Number.isFinite(x) ? Math.round(x * 10) / 10 : '–'} ms`;
+  const byKind = (m: ChaosResult['believedOverlapByFault']) => {
+    const parts = Object.entries(m ?? {}).map(([k, v]) => `${k} ${ms(v!)}`);
+    return parts.length ? `; after ${parts.join(', ')}` : '';
+  };
   const longest = (spans: ChaosResult['believedOverlaps']) => (spans[0] ? ` (longest ${ms(spans[0].ms)}: ${spans[0].who.join(', ')})` : '');
   const lines = [
     `## baton chaos — ${r.store}, seed ${r.seed}: ${r.ok ? 'PASS' : 'FAIL'}`,
@@ -21,7 +25,7 @@ export function renderReport(r: ChaosResult): string {
     `| stale writes rejected by fencing | ${r.rejectedStaleWrites} |`,
     `| terms that did not grow | ${r.termViolations.length} |`,
     `| isLeader() true in two processes | ${ms(r.leaseOverlapMs)} |`,
-    `| two processes believed they led | ${ms(r.believedOverlapMs)}${longest(r.believedOverlaps)} |`,
+    `| two processes believed they led | ${ms(r.believedOverlapMs)}${longest(r.believedOverlaps)}${byKind(r.believedOverlapByFault)} |`,
     `| store RTT (renewals outside faults) | p50 ${ms(r.rttMs.p50)}, p99 ${ms(r.rttMs.p99)}, max ${ms(r.rttMs.max)} (${r.rttMs.samples} samples) |`,
     `| gap bound (lease + retry + RTT p99) | ${ms(r.boundMs)} |`,
     `| longest leaderless gap after a heal | ${ms(r.maxLeaderlessMs)} |`,

@@ -120,13 +120,17 @@ test('checker: a leaderless gap over lease + retry + RTT is a violation; a store
   assert.equal(stored.gaps[0]!.afterHealMs, 500);
 });
 
-test('checker: a killed process believes nothing after it died', () => {
+test('checker: a killed process believes nothing after the SIGKILL, however late its exit is heard of', () => {
   const { harness, candidates, register } = cleanRun();
   candidates.set('c0.1', leads(1, 10, 1000)); // no `stopped`: SIGKILLed
-  harness.push({ ev: 'exit', t: 1100, identity: 'c0.1', signal: 'SIGKILL' });
+  harness.splice(2, 2, { ev: 'inject', t: 1100, id: 1, kind: 'kill', variant: 'SIGKILL', target: 'c0.1', holdMs: 500 });
+  harness.push({ ev: 'exit', t: 2300, identity: 'c0.1', signal: 'SIGKILL' });
   const r = check(meta, harness, register, candidates);
   assert.equal(r.believedOverlapMs, 0);
   assert.equal(r.ok, true);
+  // Without the kill record, the late exit would count as belief until 2300.
+  harness.splice(2, 1);
+  assert.equal(check(meta, harness, register, candidates).believedOverlapMs, 200);
 });
 
 test('checker: a clock fault must show in the target\'s wall-clock samples', () => {
