@@ -1,6 +1,6 @@
 /**
  * The dashboard's table of locks: every lock the store can list (or just the served one), with
- * the served lock's row taken from the elector's memory. The store is read only while someone
+ * the served lock's row always taken from the elector's memory. The store is read only while someone
  * is watching (an open event stream) or asks for a snapshot, at most once per poll interval.
  */
 import { errorMessage } from '../core/errors.js';
@@ -60,7 +60,8 @@ export class LockBoard {
     this.inFlight = (async () => {
       try {
         const lock = this.tracker.elector.lock;
-        const list = this.store.list ? await this.store.list() : [await this.store.read(lock)].filter((r): r is LeaseRecord => !!r);
+        // Without list() there is nothing to fetch: the served lock's row comes from the elector.
+        const list = this.store.list ? await this.store.list() : [];
         this.records = list;
         this.error = undefined;
         for (const r of list) if (r.lock !== lock) this.timeline.see(r.lock, sightingOf(r));

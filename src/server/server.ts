@@ -104,16 +104,13 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
     },
     '/api/state': {
       GET: async (_req, res) => {
-        await board.refresh();
+        // A slow store delays a polling dashboard by a second at most; it gets the last listing.
+        await Promise.race([board.refresh(), new Promise((r) => setTimeout(r, 1000).unref())]);
         json(res, 200, snapshot());
       },
     },
-    '/events': {
-      GET: async (req, res) => {
-        await board.refresh();
-        stream.open(req, res, [{ event: 'snapshot', data: snapshot() }]);
-      },
-    },
+    // The stream opens at once; the first listing follows as an `update` (see LockBoard.watching).
+    '/events': { GET: (req, res) => stream.open(req, res, [{ event: 'snapshot', data: snapshot() }]) },
     '/step-down': { POST: (req, res) => stepDown(req, res) },
   };
 

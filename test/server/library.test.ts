@@ -148,3 +148,31 @@ test('scrubSecrets, tokenMatches and parseListen', () => {
   assert.deepEqual(parseListen('0.0.0.0:80'), { host: '0.0.0.0', port: 80 });
   for (const bad of ['', 'host:', 'h:65536', 'h:-1', 'a:b:c:1']) assert.throws(() => parseListen(bad), /--listen/);
 });
+
+test('/leader, /healthz, /readyz and /metrics never read the store', async () => {
+  const inner = new MemoryStore();
+  let reads = 0;
+  // Counts every read-type call the server (or anyone) makes; writes (renewals) pass through.
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver);
+      if ((prop === 'read' || prop === 'list') && typeof v === 'function') {
+        return (...args: unknown[]) => {
+          reads++;
+          return v.apply(target, args);
+        };
+      }
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const elector = new LeaderElector({ store, lock: 'cheap', identity: 'cheap-a', ...TIMING }).start();
+  await elector.elected();
+  const server = createLeaderServer(elector);
+  cleanups.push(() => server.close(), () => elector.stop());
+  const { url } = await server.listen(0);
+  const before = reads;
+  for (let i = 0; i < 100; i++) {
+    for (const path of ['/leader', '/healthz', '/readyz', '/metrics']) assert.equal((await fetch(`${url}${path}`)).status, 200);
+  }
+  assert.equal(reads - before, 0, `${reads - before} store reads for 400 requests`);
+});
