@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { randomBytes } from 'node:crypto';
 import { realClock, type Clock, type TimerHandle } from './clock.js';
 import { LeaseLostError, StoreUnavailableError, errorMessage } from './errors.js';
 import { defaultIdentity, processMetadata } from './identity.js';
@@ -107,6 +108,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private readonly random: () => number;
   private readonly releaseOnStop: boolean;
   private readonly metadata: HolderMetadata;
+  private readonly instance: string;
 
   private state: State = 'idle';
   private leadership?: Leadership;
@@ -139,7 +141,10 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.clock = options.clock ?? realClock;
     this.random = options.random ?? Math.random;
     this.releaseOnStop = options.releaseOnStop ?? true;
-    this.metadata = processMetadata(options.metadata);
+    // `instance` tells this elector's own records from those of an earlier process that used
+    // the same identity (see campaign()).
+    this.instance = randomBytes(6).toString('hex');
+    this.metadata = processMetadata({ ...options.metadata, instance: this.instance });
   }
 
   /** start begins campaigning. Resolves at once; listen for `elected`. */
@@ -167,10 +172,15 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const l = this.leadership;
     if (l) this.stepDown('stopped');
     if (!wasRunning) return;
-    await this.running?.catch(() => {});
+    // Neither a store call in flight nor the release may hold stop() longer than a renew
+    // deadline each: leadership already ended above, whatever the store does.
+    const bound = this.timing.renewDeadlineMs;
+    if (this.running) await withDeadline(this.running, bound, this.clock).catch(() => {});
     const toRelease = this.pendingRelease ?? (l && this.releaseOnStop ? l.record : undefined);
     this.pendingRelease = undefined;
-    if (toRelease && this.releaseOnStop) await this.release(toRelease).catch((err) => this.reportError(err));
+    if (toRelease && this.releaseOnStop) {
+      await withDeadline(this.release(toRelease), bound, this.clock).catch((err) => this.reportError(err));
+    }
   }
 
   /**
@@ -318,7 +328,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       let expected: string | null;
       if (!record) {
         expected = null;
-      } else if (record.holder === null) {
+      } else if (record.holder === null || this.isOrphanOfOurs(record)) {
         expected = record.revision;
       } else if (this.store.capabilities.serverExpiry) {
         // The server removes an expired record; a live one is never taken over.
@@ -334,6 +344,16 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       record = result.current;
     }
     if (this.state === 'running' && !this.leadership) this.schedule(this.jittered());
+  }
+
+  /**
+   * isOrphanOfOurs: a record this very elector wrote that backs no current leadership — an
+   * acquisition whose reply was lost or came too late, or a lease it already stepped down
+   * from. Nothing acts under it any more, so it is taken over at once (compare-and-set, new
+   * term) instead of being waited out.
+   */
+  private isOrphanOfOurs(record: LeaseRecord): boolean {
+    return record.holder === this.identity && record.metadata.instance === this.instance && !this.leadership;
   }
 
   private async tryAcquire(expected: string | null, prior: LeaseRecord | null): Promise<WriteResult> {
@@ -354,6 +374,13 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       // stop() raced with our acquisition: hand the lease straight back.
       this.pendingRelease = result.record;
       return result;
+    }
+    if (this.clock.monotonicMs() >= startMs + this.timing.renewDeadlineMs) {
+      // The answer came back after the deadline this write would have given us: others may
+      // already count the lease as expired. Never lead on it; free it if it is still ours.
+      this.pendingRelease = result.record;
+      this.again = true;
+      return { ok: false, current: undefined };
     }
     this.becomeLeader(result.record, startMs);
     return result;

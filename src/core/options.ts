@@ -31,7 +31,7 @@ export const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
  */
 export function resolveTiming(partial: Partial<Timing> = {}): Timing {
   const t: Timing = { ...DEFAULT_TIMING };
-  for (const [k, v] of Object.entries(partial)) if (v !== undefined) (t as any)[k] = v;
+  for (const k of Object.keys(DEFAULT_TIMING) as (keyof Timing)[]) if (partial[k] !== undefined) t[k] = partial[k]!;
   const names: Record<keyof Timing, string> = {
     leaseDurationMs: 'leaseDuration',
     renewDeadlineMs: 'renewDeadline',
@@ -75,7 +75,7 @@ export function validateLockName(name: unknown, what = 'lock'): string {
   }
   if (!LOCK_NAME.test(name)) {
     throw new InvalidConfigError(
-      `${what}: "${name}" may contain only letters, digits and . _ : / - and must start with a letter or digit`,
+      `${what}: ${JSON.stringify(name)} may contain only letters, digits and . _ : / - and must start with a letter or digit`,
     );
   }
   return name;
@@ -84,7 +84,8 @@ export function validateLockName(name: unknown, what = 'lock'): string {
 /** validateIdentity checks a candidate identity: 1–200 printable characters without spaces. */
 export function validateIdentity(identity: unknown): string {
   if (typeof identity !== 'string' || identity.length === 0 || identity.length > 200 || !/^[\x21-\x7e]+$/.test(identity)) {
-    throw new InvalidConfigError(`identity: "${String(identity)}" must be 1–200 printable characters without spaces`);
+    const shown = typeof identity === 'string' ? JSON.stringify(identity) : `"${String(identity)}"`;
+    throw new InvalidConfigError(`identity: ${shown} must be 1–200 printable characters without spaces`);
   }
   return identity;
 }

@@ -83,7 +83,6 @@ const CASES: Case[] = [
     args: ['is-leader', '--store', `sqlite:${lockedDb}`, '--lock', 'job'],
     code: 69,
     names: new RegExp(`${lockedDb}.*locked`),
-    todo: 'store bug: SqliteStore maps SQLITE_BUSY while opening to InvalidConfigError (78); a busy database is unavailable (69)',
   },
 ];
 

@@ -89,7 +89,7 @@ describe('validateLockName', () => {
   });
   for (const bad of ['a b', '.hidden', '-x', '/abs', 'tab\there', 'café', 'a*b', 'quote"s']) {
     test(`refuses ${JSON.stringify(bad)}, naming it`, () => {
-      rejects(() => validateLockName(bad), new RegExp(`^lock: "${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}" may contain only`));
+      rejects(() => validateLockName(bad), new RegExp(`^lock: ${JSON.stringify(bad).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} may contain only`));
     });
   }
   test('names the option it checks', () => {
@@ -103,12 +103,12 @@ describe('validateIdentity', () => {
   });
   for (const bad of ['', 'a b', 'tab\t', 'é', 'i'.repeat(201), undefined, 7]) {
     test(`refuses ${JSON.stringify(bad)?.slice(0, 20)}, naming it`, () => {
-      rejects(() => validateIdentity(bad), new RegExp(`^identity: "${String(bad).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}" must be 1–200 printable characters without spaces$`));
+      rejects(() => validateIdentity(bad), new RegExp(`^identity: ${(typeof bad === 'string' ? JSON.stringify(bad) : `"${String(bad)}"`).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} must be 1–200 printable characters without spaces$`));
     });
   }
 });
 
-test('messages stay on one line when the bad value holds a line break', { todo: 'core bug: validateLockName/validateIdentity quote the raw value, so a newline in it splits the message' }, () => {
+test('messages stay on one line when the bad value holds a line break', () => {
   rejects(() => validateLockName('new\nline'), /new.*line/);
   rejects(() => validateIdentity('new\nline'), /new.*line/);
 });
@@ -132,7 +132,7 @@ describe('LeaderElector applies every rule when made', () => {
     rejects(() => new LeaderElector({ store, lock: 'ok', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /leaseDuration \(1000ms\)/);
     rejects(() => new LeaderElector({ store, lock: 'ok', retryPeriodMs: -5 }), /^retryPeriod: must be a positive duration, got -5$/);
   });
-  test('timing holds the four timing fields only', { todo: 'core bug: resolveTiming copies every option it is given, so elector.timing also holds store, lock, identity…' }, () => {
+  test('timing holds the four timing fields only', () => {
     const e = new LeaderElector({ store, lock: 'ok', identity: 'me' });
     assert.deepEqual(Object.keys(e.timing).sort(), ['jitterFactor', 'leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs']);
   });

@@ -102,6 +102,10 @@ export class SqliteStore implements LeaseStore {
           lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);`);
     } catch (err) {
+      const code = String((err as { code?: unknown }).code ?? '');
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+        throw new StoreUnavailableError(`sqlite: "${path}" is busy: ${errorMessage(err)}`, { cause: err });
+      }
       throw new InvalidConfigError(`sqlite: cannot use "${path}": ${errorMessage(err)}`);
     }
     this.stmt = {
