@@ -6,6 +6,7 @@
 import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { LeaderElector } from '../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
@@ -13,8 +14,9 @@ import { requestStepDown } from '../../src/core/step-down.js';
 import { openStore } from '../../src/core/store-url.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
+import { EtcdStore } from '../../src/stores/etcd/index.js';
 import { open } from '../../src/stores/etcd/open.js';
-import { EtcdServer, requireBinary } from '../harness/servers.js';
+import { EtcdServer, freePort, requireBinary } from '../harness/servers.js';
 
 const ETCDCTL = requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
 const TIMING = { leaseDurationMs: 2_000, renewDeadlineMs: 1_400, retryPeriodMs: 200 };
@@ -353,6 +355,33 @@ describe('etcd: URLs and failures', () => {
       }
     } finally {
       await secured.stop();
+    }
+  });
+
+  it('several endpoints: a refused one and a silent one are passed over', async () => {
+    const accepted: Socket[] = [];
+    const silent = createServer((sock) => void accepted.push(sock.on('error', () => {}))); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentPort = (silent.address() as { port: number }).port;
+    const refusedPort = await freePort();
+    try {
+      const s = EtcdStore.fromUrl(`etcd://127.0.0.1:${refusedPort},127.0.0.1:${silentPort},127.0.0.1:${server.port}?timeout=400ms`);
+      stores.push(s);
+      const lock = uniqueLock('endpoints');
+      const seen: unknown[] = [];
+      s.watch(lock, (r) => seen.push(r));
+      for (let i = 0; i < 10; i++) {
+        const started = Date.now();
+        const r = await s.write(`${lock}-${i}`, null, acquire('multi'));
+        assert.ok(r.ok, `write ${i}`);
+        assert.ok(Date.now() - started < 3 * 400 + 1000, `write ${i} took ${Date.now() - started} ms`);
+      }
+      assert.ok((await (await handle()).write(lock, null, acquire('other'))).ok);
+      await waitFor(() => seen.length > 0, 6000, 'a notification through the working endpoint');
+      assert.ok(accepted.length > 0, 'the silent endpoint was tried (hosts are shuffled per call)');
+    } finally {
+      accepted.forEach((sock) => sock.destroy());
+      await new Promise((r) => silent.close(r));
     }
   });
 

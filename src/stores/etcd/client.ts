@@ -42,19 +42,23 @@ export function createClient(connection: EtcdConnection, callTimeoutMs: number):
 
 /**
  * Rpc is the raw etcd API with a deadline on every call and every failure translated into
- * StoreUnavailableError (the original error is its `cause`). The deadline is passed per call, so
- * it also holds for a client the caller built.
+ * StoreUnavailableError (the original error is its `cause`).
+ *
+ * On a client built by createClient the deadline comes from its defaultCallOptions, evaluated
+ * per attempt, so a retry on another endpoint gets a fresh one. A client the caller built gets
+ * the deadline passed with each call instead (one deadline for all its attempts).
  */
 export class Rpc {
   constructor(
     readonly client: Etcd3,
     readonly callTimeoutMs: number,
+    private readonly deadlinePerAttempt: boolean,
   ) {}
 
   /** call runs one unary etcd call under the deadline. */
-  async call<T>(what: string, fn: (options: CallOptions) => Promise<T>): Promise<T> {
+  async call<T>(what: string, fn: (options: CallOptions | undefined) => Promise<T>): Promise<T> {
     try {
-      return await fn({ deadline: Date.now() + this.callTimeoutMs });
+      return await fn(this.deadlinePerAttempt ? undefined : { deadline: Date.now() + this.callTimeoutMs });
     } catch (err) {
       throw unavailable(what, err);
     }

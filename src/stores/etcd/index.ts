@@ -81,7 +81,7 @@ export class EtcdStore implements LeaseStore {
     const timeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     if (!Number.isFinite(timeout) || timeout <= 0) throw new InvalidConfigError(`etcd: callTimeoutMs must be a positive number of ms, not ${timeout}`);
     this.ownsClient = !options.client;
-    this.rpc = new Rpc(options.client ?? createClient(options.connection!, timeout), timeout);
+    this.rpc = new Rpc(options.client ?? createClient(options.connection!, timeout), timeout, this.ownsClient);
     this.layout = new KeyLayout(options.prefix ?? '', options.ledgerPrefix ?? DEFAULT_LEDGER_PREFIX);
     this.keepalive = new KeepAliveStream(this.rpc);
     this.registry = new CandidateRegistry(

@@ -33,6 +33,8 @@ export interface WatchSpec {
 export class WatchHub {
   private stream?: Stream;
   private opening?: Promise<void>;
+  /** Create requests not yet confirmed, with the timer that gives up on the stream. */
+  private readonly unconfirmed = new Map<number, NodeJS.Timeout>();
   private readonly watches = new Map<number, WatchSpec>();
   private nextId = 1;
   private closed = false;
@@ -57,6 +59,7 @@ export class WatchHub {
   close(): void {
     this.closed = true;
     this.watches.clear();
+    for (const id of [...this.unconfirmed.keys()]) this.confirm(id);
     const s = this.stream;
     this.stream = undefined;
     if (s) endQuietly(s);
@@ -65,7 +68,7 @@ export class WatchHub {
   private send(request: IWatchRequest): void {
     if (this.stream) {
       try {
-        this.stream.write(request);
+        this.write(this.stream, request);
       } catch {
         this.broken(this.stream);
       }
@@ -90,14 +93,30 @@ export class WatchHub {
     stream.on('error', () => this.broken(stream));
     stream.on('end', () => this.broken(stream));
     try {
-      for (const [id, spec] of this.watches) stream.write(createRequest(id, spec));
+      for (const [id, spec] of this.watches) this.write(stream, createRequest(id, spec));
     } catch {
       this.broken(stream);
     }
   }
 
+  /**
+   * write sends a request; a create request must be confirmed within the call deadline, or the
+   * stream is given up: an endpoint that accepts connections but never answers would otherwise
+   * swallow every notification without a word.
+   */
+  private write(stream: Stream, request: IWatchRequest): void {
+    const id = Number(request.create_request?.watch_id ?? 0);
+    if (id) {
+      const timer = setTimeout(() => this.broken(stream), this.rpc.callTimeoutMs);
+      timer.unref();
+      this.unconfirmed.set(id, timer);
+    }
+    stream.write(request);
+  }
+
   private onResponse(res: IWatchResponse): void {
     const id = Number(res.watch_id);
+    if (res.created) this.confirm(id);
     const spec = this.watches.get(id);
     if (!spec) return; // an answer for a watch cancelled meanwhile
     if (res.canceled) {
@@ -108,9 +127,15 @@ export class WatchHub {
     if (res.events?.length) spec.onEvents(res.events);
   }
 
+  private confirm(id: number): void {
+    clearTimeout(this.unconfirmed.get(id));
+    this.unconfirmed.delete(id);
+  }
+
   private broken(stream: Stream): void {
     if (this.stream !== stream) return;
     this.stream = undefined;
+    for (const id of [...this.unconfirmed.keys()]) this.confirm(id);
     endQuietly(stream);
     this.loseAll();
   }
