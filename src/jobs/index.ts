@@ -4,6 +4,7 @@
  */
 export { CronJob, cronJob, type CronJobOptions, type CronRunContext, type CronRunner, type CronJobEvents } from './cron.js';
 export { readCronHead, HISTORY as CRON_HISTORY, type CronHead, type SlotRecord, type SlotStatus } from './cron-ledger.js';
+export { cronStatus, readCronStatuses, formatCronStatus, type CronStatus } from './cron-status.js';
 export { Schedule, planSlots, validateMissedPolicy, validateTimeZone, MISSED_POLICIES, type MissedPolicy, type SlotPlan } from './schedule.js';
 export {
   runOnce,

@@ -4,6 +4,8 @@
  * writers serialise on the fence row; the plain-SQL recipe works as documented.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { PostgresServer } from '../harness/servers.js';
@@ -111,6 +113,23 @@ describe('PostgreSQL fencing guard', () => {
     } finally {
       client.release();
     }
+  });
+
+  test('the psql recipe from docs/jobs.md: a current term commits, a stale one fails and writes nothing', async () => {
+    const psql = ['/usr/lib/postgresql/15/bin/psql', '/usr/bin/psql'].find((p) => existsSync(p));
+    assert.ok(psql, 'psql is installed with postgresql');
+    await pool.query('CREATE TABLE daily (day date PRIMARY KEY, body text NOT NULL)');
+    const recipe = (term: string, body: string) =>
+      spawnSync(psql, [server.url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', `term=${term}`], {
+        input: `BEGIN;\nSELECT baton_fence('psql-recipe', :term);\nINSERT INTO daily (day, body) VALUES (current_date, '${body}')\n  ON CONFLICT (day) DO UPDATE SET body = excluded.body;\nCOMMIT;\n`,
+        encoding: 'utf8',
+      });
+    const ok = recipe('4', 'term 4');
+    assert.equal(ok.status, 0, ok.stderr);
+    const stale = recipe('3', 'stale term 3');
+    assert.notEqual(stale.status, 0);
+    assert.match(stale.stderr, /baton_fence: term 3 is stale for "psql-recipe" \(newest is 4\)/);
+    assert.equal((await pool.query('SELECT body FROM daily')).rows[0].body, 'term 4');
   });
 
   test('bad fences are config errors before any query', async () => {

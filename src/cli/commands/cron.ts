@@ -119,18 +119,24 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
     info(`slot ${r.slot}: ${r.status}${exit}${r.outcome.kind === 'cut' ? `: ${r.outcome.reason}` : r.outcome.error ? `: ${r.outcome.error}` : ''}`);
   });
 
-  const stopped = new Promise<void>((resolve) => {
-    const onSignal = (sig: NodeJS.Signals) => {
-      interrupted ??= sig;
-      current?.signal(sig);
-      resolve();
-    };
-    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
-  });
-  job.start();
-  await stopped;
-  info(`${interrupted}: stopping; ${current ? `waiting for ${name} to exit` : 'no run in progress'}`);
-  // The running command got the signal; let it end by itself so its real outcome is recorded.
-  await job.stop({ abortRun: false });
-  return 0;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  // Every signal goes to a running command; the first also stops the schedule.
+  const onSignal = (sig: NodeJS.Signals) => {
+    interrupted ??= sig;
+    current?.signal(sig);
+    resolveStopped();
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const sig of signals) process.on(sig, onSignal);
+  try {
+    job.start();
+    await stopped;
+    info(`${interrupted}: stopping; ${current ? `waiting for ${name} to exit` : 'no run in progress'}`);
+    // The running command got the signal; let it end by itself so its real outcome is recorded.
+    await job.stop({ abortRun: false });
+    return 0;
+  } finally {
+    for (const sig of signals) process.off(sig, onSignal);
+  }
 }
