@@ -22,6 +22,8 @@ import {
 import { assertNoOverlap, runThreeCandidateScenario } from '../harness/run-scenario.js';
 
 const TIMING = ['--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '250ms'];
+/** For tests that measure no failover: a starved event loop on a busy machine cannot cost the lease. */
+const RELAXED = ['--lease-duration', '20s', '--renew-deadline', '15s', '--retry-period', '1s'];
 const dir = new TempDir();
 const started: BatonProcess[] = [];
 after(async () => {
@@ -55,7 +57,7 @@ function fresh(extraEnv: NodeJS.ProcessEnv = {}) {
 test('three candidates: SIGKILL fails over after the lease, SIGTERM hands over at once, no overlap', async () => {
   const r = await runThreeCandidateScenario({ storeUrl: dir.sqlite('scenario.db'), name: 'sqlite' });
   assert.deepEqual([...r.terms].sort((a, b) => a - b), r.terms);
-  process.stdout.write(`# sqlite scenario: crash failover ${r.crashFailoverMs.toFixed(0)} ms, graceful handover ${r.gracefulHandoverMs.toFixed(0)} ms\n`);
+  console.log(`sqlite scenario: crash failover ${r.crashFailoverMs.toFixed(0)} ms, graceful handover ${r.gracefulHandoverMs.toFixed(0)} ms`);
 });
 
 test('a SIGSTOPped baton: the watchdog kills its command at the deadline, before the lease could expire', async () => {
@@ -81,15 +83,15 @@ test('a SIGSTOPped baton: the watchdog kills its command at the deadline, before
   // Thawed, baton sees its deadline passed: leadership lost, exit 75 (not the child's code).
   const r = await b.waitForExit(5_000);
   assert.equal(r.code, 75, r.stderr);
-  assert.match(r.stderr, /renew-deadline/);
+  assert.match(r.stderr, /renew.deadline/);
 });
 
 test('--timeout: exit 75 when another candidate holds the lock, without running the command', async () => {
   const f = fresh();
-  const holder = f.spawnRun(['--lock', 'busy', '--identity', 'holder', ...TIMING]);
+  const holder = f.spawnRun(['--lock', 'busy', '--identity', 'holder', ...RELAXED]);
   await waitFor('the holder to start its child', () => f.starts()[0], 10_000);
   const t0 = performance.now();
-  const r = await runCli(['run', '--store', f.store, '--lock', 'busy', '--identity', 'waiter', '--timeout', '1s', ...TIMING, '--', ...childCommand()], { env: f.env });
+  const r = await runCli(['run', '--store', f.store, '--lock', 'busy', '--identity', 'waiter', '--timeout', '1s', ...RELAXED, '--', ...childCommand()], { env: f.env });
   const took = performance.now() - t0;
   assert.equal(r.code, 75, r.stderr);
   assert.equal(lines(r.stderr).length, 1, r.stderr);
@@ -102,7 +104,7 @@ test('--timeout: exit 75 when another candidate holds the lock, without running 
 describe('exit codes', { concurrency: true }, () => {
   test('the command\'s exit code passes through, and the lease is released', async () => {
     const f = fresh({ CHILD_EXIT: '42' });
-    const r = await runCli(['run', '--store', f.store, '--lock', 'code', ...TIMING, '--', ...childCommand()], { env: f.env });
+    const r = await runCli(['run', '--store', f.store, '--lock', 'code', ...RELAXED, '--', ...childCommand()], { env: f.env });
     assert.equal(r.code, 42, r.stderr);
     const record = await f.readRecord('code');
     assert.equal(record?.holder, null, 'released on exit');
@@ -111,13 +113,13 @@ describe('exit codes', { concurrency: true }, () => {
 
   test('a command killed by a signal gives 128 + the signal number', async () => {
     const f = fresh();
-    const r = await runCli(['run', '--store', f.store, '--lock', 'sig', ...TIMING, '--', 'sh', '-c', 'kill -KILL $$'], { env: f.env });
+    const r = await runCli(['run', '--store', f.store, '--lock', 'sig', ...RELAXED, '--', 'sh', '-c', 'kill -KILL $$'], { env: f.env });
     assert.equal(r.code, 137, r.stderr);
   });
 
   test('a command that cannot be started gives 127 and a line naming it', async () => {
     const f = fresh();
-    const r = await runCli(['run', '--store', f.store, '--lock', 'nocmd', ...TIMING, '--', '/nonexistent/job.sh'], { env: f.env });
+    const r = await runCli(['run', '--store', f.store, '--lock', 'nocmd', ...RELAXED, '--', '/nonexistent/job.sh'], { env: f.env });
     assert.equal(r.code, 127, r.stderr);
     // baton's own line, or setpriv's (which execs the command for baton's watchdog).
     assert.match(r.stderr, /^(baton|setpriv): .*(cannot run|failed to execute) \/nonexistent\/job\.sh/m);
@@ -130,7 +132,7 @@ test('the command sees BATON_LOCK, BATON_IDENTITY and BATON_TERM (the fencing to
   const printEnv = [process.execPath, '-e', 'const e = process.env; console.log(JSON.stringify({ lock: e.BATON_LOCK, identity: e.BATON_IDENTITY, term: e.BATON_TERM }))'];
   const seen = [];
   for (let i = 0; i < 2; i++) {
-    const r = await runCli(['run', '--store', f.store, '--lock', 'env/check', '--identity', `env-${i}`, ...TIMING, '--', ...printEnv], { env: f.env });
+    const r = await runCli(['run', '--store', f.store, '--lock', 'env/check', '--identity', `env-${i}`, ...RELAXED, '--', ...printEnv], { env: f.env });
     assert.equal(r.code, 0, r.stderr);
     seen.push(JSON.parse(r.stdout) as { lock: string; identity: string; term: string });
   }

@@ -174,5 +174,5 @@ test('baton demo exits 0 and prints both figures', async () => {
   const handover = /graceful handover:\s+(\d+) ms/.exec(r.stdout);
   assert.ok(failover && handover, r.stdout);
   assert.match(r.stdout, /terms: (\d+) → (\d+) → (\d+)/);
-  process.stdout.write(`# demo: crash failover ${failover[1]} ms, graceful handover ${handover[1]} ms\n`);
+  console.log(`demo: crash failover ${failover[1]} ms, graceful handover ${handover[1]} ms`);
 });

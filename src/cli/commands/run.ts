@@ -89,7 +89,14 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       current = run.supervisor;
       const first = await run.done;
       current = undefined;
-      if (first.kind === 'lost') {
+      // baton was stalled past its deadline and the watchdog stopped the command: the command
+      // ended because leadership did, whichever of the two events baton handled first.
+      const overdue = first.kind === 'exit' && !interrupted && !first.exit.spawnError && elector.term !== won.term;
+      if (overdue) {
+        info(`leadership of "${elector.lock}" lost (renew deadline passed); ${argv[0]} was stopped`);
+        if (!o.keepRunning) stopping = elector.stop();
+      }
+      if (first.kind === 'lost' || overdue) {
         await stopping;
         if (interrupted || !o.keepRunning) return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.tempFail;
         continue;
