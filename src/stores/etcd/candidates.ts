@@ -2,7 +2,7 @@ import type { LeaseRecord } from '../../core/store.js';
 import type { KeepAliveStream } from './keepalive.js';
 
 /**
- * Where a candidate stands:
+ * CandidateState is where a candidate stands:
  * - `queued`: its key exists (or is being created) behind another; kept alive in the background
  *   while this handle watches the lock (an elector always does), otherwise left to expire.
  * - `first`: its key became the lowest but its elector has not claimed it yet; no longer kept
