@@ -142,7 +142,8 @@ export class CronJob extends EventEmitter<CronJobEvents> {
   /** One term of leadership: fence, then plan / sleep / claim / run until it ends. */
   private async lead(term: number, leadership: AbortSignal): Promise<void> {
     const active = AbortSignal.any([leadership, this.halt.signal]);
-    const fenced = await this.retrying(() => fenceCron(this.ledger, this.lock, term, this.writer, this.clock.wallMs()), active);
+    // Without the fence nothing may be claimed: keep trying for as long as we lead.
+    const fenced = await this.retrying(() => fenceCron(this.ledger, this.lock, term, this.writer, this.clock.wallMs()), active, Infinity);
     if (!fenced) return;
     if (fenced.stale) return void this.emit('stale', { term, newerTerm: fenced.head.term });
     // Nothing before the newest claim is ever reconsidered; a fresh lock has missed nothing.
@@ -161,7 +162,9 @@ export class CronJob extends EventEmitter<CronJobEvents> {
       if (plan.run) {
         if (this.elector.term !== term) break;
         const claim = await this.claim(term, plan.run, skipped, active);
-        if (claim === 'stale' || claim === undefined) break;
+        if (claim === 'stale') break;
+        // A claim the store kept failing is given up: that slot does not run (at most once).
+        if (claim === undefined) continue;
         skipped = 0;
         if (claim === 'taken') continue;
         await this.runSlot(term, claim, AbortSignal.any([leadership, this.abortRuns.signal]));
@@ -213,14 +216,14 @@ export class CronJob extends EventEmitter<CronJobEvents> {
     this.emit('finished', { ...record, status: statusOf(outcome), outcome });
   }
 
-  /** retrying runs a ledger write, retrying store failures a few times one retry period apart. */
-  private async retrying<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  /** retrying runs a ledger write, retrying store failures `attempts` times one retry period apart. */
+  private async retrying<T>(fn: () => Promise<T>, signal: AbortSignal | undefined, attempts = WRITE_ATTEMPTS): Promise<T | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await fn();
       } catch (err) {
         this.report(err);
-        if (attempt >= WRITE_ATTEMPTS || signal?.aborted) return undefined;
+        if (attempt >= attempts || signal?.aborted) return undefined;
         await sleep(this.clock, this.elector.timing.retryPeriodMs, signal).catch(() => {});
       }
     }

@@ -21,7 +21,7 @@
 import { hostname } from 'node:os';
 import { LeaderElector, type ElectedEvent, type LeaderEvent } from '../core/elector.js';
 import type { Clock } from '../core/clock.js';
-import { LeaseLostError, errorMessage } from '../core/errors.js';
+import { InvalidConfigError, LeaseLostError, errorMessage } from '../core/errors.js';
 import { validateLockName, type Timing } from '../core/options.js';
 import { MAX_LOCK_NAME_LENGTH, type HolderMetadata, type Ledger, type LeaseStore } from '../core/store.js';
 import { onceLedgerKey, readJson, requireLedger, updateJson, validateJobKey } from './ledger-keys.js';
@@ -174,6 +174,9 @@ export async function runOnceWith(store: LeaseStore, key: string, options: RunOn
       // 3. Decide again, from the ledger, now that we hold the lock.
       const decision = await claimRun(ledger, key, lock, won.term, elector.identity, rerunOf);
       if (decision.kind === 'recorded') return { outcome: 'recorded', record: decision.record };
+      if (decision.kind === 'other-lock') {
+        throw new InvalidConfigError(`once: "${key}" is being run under lock "${decision.lock}", not "${lock}"; use the same --lock for a key everywhere`);
+      }
       if (decision.kind === 'superseded') {
         await elector.resign();
         continue;
@@ -243,7 +246,7 @@ async function acquire(
   }
 }
 
-type Claim = { kind: 'recorded'; record: OnceRecord } | { kind: 'superseded' } | { kind: 'run'; record: OnceRecord };
+type Claim = { kind: 'recorded'; record: OnceRecord } | { kind: 'superseded' } | { kind: 'other-lock'; lock: string } | { kind: 'run'; record: OnceRecord };
 
 function summary(r: OnceRecord): OnceAttempt {
   return { attempt: r.attempt, status: r.status, term: r.term, identity: r.identity, startedAt: r.startedAt, finishedAt: r.finishedAt, exitCode: r.exitCode };
@@ -255,6 +258,8 @@ async function claimRun(ledger: Ledger, key: string, lock: string, term: number,
     if (prev && isFinal(prev.status) && !(rerunOf !== undefined && prev.status === 'failed' && prev.attempt === rerunOf)) {
       return { done: { kind: 'recorded', record: prev } };
     }
+    // Terms of different locks are unrelated numbers: a run in progress under another lock cannot be judged.
+    if (prev && !isFinal(prev.status) && prev.lock !== lock) return { done: { kind: 'other-lock', lock: prev.lock } };
     // A record from our term or a newer one means we are not the rightful runner any more.
     if (prev && prev.term >= term) return { done: { kind: 'superseded' } };
     const takeover = prev && !isFinal(prev.status);

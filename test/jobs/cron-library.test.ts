@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MemoryStore } from '../../src/stores/memory/index.js';
 import { LeaderElector } from '../../src/core/elector.js';
-import { InvalidConfigError } from '../../src/core/errors.js';
+import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
+import type { Ledger } from '../../src/core/store.js';
 import { CronJob, cronJob, type CronRunContext } from '../../src/jobs/cron.js';
 import { claimSlot, fenceCron, finishSlot, readCronHead } from '../../src/jobs/cron-ledger.js';
 import { cronStatus, formatCronStatus } from '../../src/jobs/cron-status.js';
@@ -161,6 +162,44 @@ describe('CronJob on a shared memory store', { concurrency: true }, () => {
       assert.equal(cut.slot, seen[0]);
       assert.match(cut.reason ?? '', /resigned/);
       assert.equal(seen.filter((s) => s === cut.slot).length, 1, 'the cut slot was not run again');
+    } finally {
+      await job.stop();
+    }
+  });
+
+  test('store failures: the fence is retried until it lands; a claim that keeps failing gives up that slot only', async () => {
+    const store = new MemoryStore();
+    let failNext = 4;
+    const ledger: Ledger = {
+      get: (k) => store.ledger.get(k),
+      list: (p, l) => store.ledger.list(p, l),
+      put: async (k, e, v) => {
+        if (failNext > 0) {
+          failNext--;
+          throw new StoreUnavailableError('ledger: injected failure');
+        }
+        return store.ledger.put(k, e, v);
+      },
+    };
+    const flaky = Object.assign(Object.create(Object.getPrototypeOf(store)), store, { ledger }) as MemoryStore;
+    const ran: string[] = [];
+    const job = new CronJob(flaky, 'flaky', { schedule: EVERY_SECOND, ...FAST }, async (ctx) => {
+      ran.push(ctx.slot.toISOString());
+      return { kind: 'exit', exitCode: 0 };
+    });
+    let errors = 0;
+    job.on('storeError', () => errors++);
+    job.on('finished', () => {
+      // After the first slot, break the next claim (three attempts).
+      if (ran.length === 1) failNext = 3;
+    });
+    job.start();
+    try {
+      await waitFor('three slots after the failures', () => ran.length >= 3, 10_000);
+      assert.equal(errors, 7, 'four failed fence writes, three failed claim writes');
+      const claimed = (await readCronHead(store.ledger, 'flaky'))!.slots.map((x) => x.slotMs).reverse();
+      assert.deepEqual(claimed.map((x) => new Date(x).toISOString()).slice(0, 3), ran.slice(0, 3));
+      assert.equal(claimed[1]! - claimed[0]!, 2_000, 'the slot whose claim failed was given up, the next one ran');
     } finally {
       await job.stop();
     }

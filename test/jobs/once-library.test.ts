@@ -148,6 +148,19 @@ describe('runOnce', { concurrency: true }, () => {
     assert.deepEqual([r2.outcome, r2.record?.status, r2.record?.attempt], ['ran', 'done', 2]);
   });
 
+  test('a key being run under another lock is refused (terms of different locks cannot be compared)', async () => {
+    const backend = new MemoryStore().backend;
+    let release!: () => void;
+    const runner = runOnce(new MemoryStore(backend), 'shared', { lock: 'lock-a', ...FAST }, () => new Promise<void>((r) => (release = r)));
+    await waitUntil(async () => (await readOnceRecord(new MemoryStore(backend), 'shared'))?.status === 'running');
+    await assert.rejects(
+      runOnce(new MemoryStore(backend), 'shared', { lock: 'lock-b', ...FAST }, () => assert.fail('must not run')),
+      (e: Error) => e instanceof InvalidConfigError && /being run under lock "lock-a", not "lock-b"/.test(e.message),
+    );
+    release();
+    assert.equal((await runner).outcome, 'ran');
+  });
+
   test('bad keys and locks are config errors; the default lock derives from the key', async () => {
     const store = new MemoryStore();
     await assert.rejects(runOnce(store, '', FAST, () => {}), (e: Error) => e instanceof InvalidConfigError && /key: must not be empty/.test(e.message));
