@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MemoryStore } from '../../src/stores/memory/index.js';
 import { LeaderElector } from '../../src/core/elector.js';
+import { realClock, type Clock } from '../../src/core/clock.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
 import type { Ledger } from '../../src/core/store.js';
 import { CronJob, cronJob, type CronRunContext } from '../../src/jobs/cron.js';
@@ -135,6 +136,27 @@ describe('CronJob on a shared memory store', { concurrency: true }, () => {
       // b could not lead before ~2.4 s after the crash; with skip its first run is an on-time slot after that.
       assert.ok(Date.parse(firstOfB.slot) >= crashedAt + 1500, `b ran ${firstOfB.slot}, ${Date.parse(firstOfB.slot) - crashedAt}ms after the crash`);
       assert.ok((firstOfB.skippedBefore ?? 0) >= 1 && skippedEvents >= 1, 'the slots that came due during the outage were skipped');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  test('a successor whose wall clock is 3 s behind never repeats a slot; it waits until its clock passes the last claim', async () => {
+    const backend = new MemoryStore().backend;
+    const runs: Array<{ who: string; slotMs: number }> = [];
+    const electorA = new LeaderElector({ store: new MemoryStore(backend), lock: 'skewed', identity: 'a', ...CRASHY });
+    const a = cronJob(new MemoryStore(backend), 'skewed', { schedule: EVERY_SECOND, elector: electorA }, (ctx) => void runs.push({ who: 'a', slotMs: ctx.slot.getTime() }));
+    await waitFor('a to lead', () => electorA.isLeader());
+    const behind: Clock = { ...realClock, wallMs: () => Date.now() - 3_000 };
+    const b = cronJob(new MemoryStore(backend), 'skewed', { schedule: EVERY_SECOND, identity: 'b', clock: behind, ...FAST }, (ctx) => void runs.push({ who: 'b', slotMs: ctx.slot.getTime() }));
+    try {
+      await waitFor('two slots by a', () => runs.filter((r) => r.who === 'a').length >= 2);
+      await a.stop();
+      await waitFor('two slots by b', () => runs.filter((r) => r.who === 'b').length >= 2, 15_000);
+      const lastOfA = Math.max(...runs.filter((r) => r.who === 'a').map((r) => r.slotMs));
+      const ofB = runs.filter((r) => r.who === 'b').map((r) => r.slotMs);
+      assert.ok(Math.min(...ofB) > lastOfA, 'b only runs slots after the last one a claimed');
+      assert.equal(new Set(runs.map((r) => r.slotMs)).size, runs.length, 'no slot ran twice');
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }

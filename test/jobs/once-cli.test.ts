@@ -90,6 +90,19 @@ test('three contenders, the runner SIGKILLed mid-run: one completed run, everyon
   assert.equal((await runCli(['once', '--status', '--key', 'v1'], { env })).code, 0, '--status exits 0 once done');
 });
 
+test('every instance SIGKILLed mid-run at once (a fleet replaced): the new fleet finishes the key, once', async () => {
+  const old = [1, 2, 3].map(() => spawnOnce(['--key', 'fleet'], SLOW_FAILING));
+  await waitFor('the run to start', () => logLines().find((l) => / fleet 1 /.test(l)), 10_000);
+  await Promise.all(old.map((p) => p.kill()));
+  // The record says "running", and nobody is: the new instances must not trust it forever.
+  const fresh = [1, 2].map(() => spawnOnce(['--key', 'fleet'], SLOW_FAILING));
+  const results = await Promise.all(fresh.map((p) => p.waitForExit(20_000)));
+  assert.deepEqual(results.map((r) => r.code), [3, 3], results.map((r) => r.stderr).join('\n---\n'));
+  const starts = logLines().filter((l) => l.startsWith('start ') && l.includes(' fleet '));
+  assert.deepEqual(starts.map((l) => l.split(' ')[3]), ['1', '2'], 'the dead fleet\'s attempt, then one takeover');
+  assert.equal(logLines().filter((l) => l.startsWith('done ') && l.endsWith(' fleet')).length, 1);
+});
+
 test('--no-wait: exit 0 at once while another instance runs it, and after it is done — saying which', async () => {
   const runner = spawnOnce(['--key', 'v2'], ['sh', '-c', 'echo "start $$ v2" >> "$ONCE_LOG"; sleep 2']);
   await waitFor('the run to start', () => logLines().some((l) => l === `start ${l.split(' ')[1]} v2`), 10_000);
