@@ -7,6 +7,8 @@ import type { LeaseStore } from './store.js';
 export interface StoreOpenOptions {
   /** Environment for defaults (BATON_*); process.env by default. */
   env?: NodeJS.ProcessEnv;
+  /** The URL exactly as given: stores whose URLs list several hosts (`etcd://a:1,b:2`) read it. */
+  text?: string;
 }
 
 /** A store module: each `src/stores/<name>/index.ts` exports `open`. */
@@ -71,6 +73,14 @@ export function parseStoreUrl(text: string): URL {
   try {
     return new URL(text.trim());
   } catch {
+    // WHATWG URLs hold one host; `scheme://h1:p1,h2:p2/…` is checked with its first host, and
+    // the store reads the full list from the text it is given.
+    const first = text.trim().replace(/^([^:]+:\/\/(?:[^@/]*@)?)([^,/?#]+),[^/?#]*/, '$1$2');
+    try {
+      if (first !== text.trim()) return new URL(first);
+    } catch {
+      // fall through
+    }
     throw new InvalidConfigError(`store: "${redactUrl(text)}" is not a valid URL`);
   }
 }
@@ -82,9 +92,10 @@ export function sqlitePathOf(url: URL): string {
 
 /** openStore opens the store a URL names (default: defaultStoreUrl()). */
 export async function openStore(text?: string, options: StoreOpenOptions = {}): Promise<LeaseStore> {
-  const url = parseStoreUrl(text ?? defaultStoreUrl(options.env));
+  const given = text ?? defaultStoreUrl(options.env);
+  const url = parseStoreUrl(given);
   const mod = await SCHEMES[url.protocol.slice(0, -1)]!();
-  return mod.open(url, options);
+  return mod.open(url, { ...options, text: given.trim() });
 }
 
 /** redactUrl hides a password in a URL so it can be printed or logged. */

@@ -6,12 +6,14 @@ import { CliExit, openCliStore, requireLock, withLockOption, withStoreOption, ty
 import { validateIdentity } from '../../core/options.js';
 
 /**
- * isLive tells whether a record names a holder whose lease has not run out. It compares the
- * holder's recorded renewal time with this host's clock, so it is advisory: exact for holders
- * on this host, approximate across hosts. Safety never rests on it (fencing does).
+ * isLive tells whether a record names a holder whose lease has not run out. On stores with
+ * server-side expiry a record that exists is live. Elsewhere it compares the holder's recorded
+ * renewal time with this host's clock, so it is advisory: exact for holders on this host,
+ * approximate across hosts. Safety never rests on it (the elector and fencing do).
  */
-export function isLive(record: LeaseRecord | null, nowWallMs = Date.now()): record is LeaseRecord & { holder: string } {
-  return !!record && record.holder !== null && record.renewedAt + record.leaseDurationMs > nowWallMs;
+export function isLive(record: LeaseRecord | null, nowWallMs = Date.now(), serverExpiry = false): record is LeaseRecord & { holder: string } {
+  if (!record || record.holder === null) return false;
+  return serverExpiry || record.renewedAt + record.leaseDurationMs > nowWallMs;
 }
 
 /** register adds `baton is-leader`; other strategies (e.g. AWS) hook in through `strategies`. */
@@ -42,7 +44,7 @@ export function register(program: Command): Command {
     const store = await openCliStore(opts);
     try {
       const record = await store.read(lock);
-      const mine = isLive(record) && (identity ? record.holder === identity : record.metadata.hostname === hostname());
+      const mine = isLive(record, Date.now(), store.capabilities.serverExpiry) && (identity ? record.holder === identity : record.metadata.hostname === hostname());
       throw new CliExit(mine ? ExitCode.ok : ExitCode.no);
     } finally {
       await store.close();

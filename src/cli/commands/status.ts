@@ -23,8 +23,8 @@ export interface LockStatus {
 }
 
 /** toStatus describes a record for people and scripts. expiresInMs is advisory (holder's clock). */
-export function toStatus(r: LeaseRecord, nowWallMs = Date.now()): LockStatus {
-  const live = isLive(r, nowWallMs);
+export function toStatus(r: LeaseRecord, nowWallMs = Date.now(), serverExpiry = false): LockStatus {
+  const live = isLive(r, nowWallMs, serverExpiry);
   return {
     lock: r.lock,
     holder: live ? r.holder : null,
@@ -75,7 +75,7 @@ export function register(program: Command): void {
 async function render(store: LeaseStore, lock: string | undefined, json: boolean, label: string): Promise<string> {
   const records = lock ? [await store.read(lock)].filter((r): r is LeaseRecord => !!r) : await store.list!();
   const now = Date.now();
-  const rows = records.map((r) => toStatus(r, now));
+  const rows = records.map((r) => toStatus(r, now, store.capabilities.serverExpiry));
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);

@@ -6,6 +6,6 @@ import { EtcdStore } from './index.js';
  * (see parseEtcdUrl). Nothing is sent until the first call: an unreachable server shows up as
  * StoreUnavailableError then.
  */
-export async function open(url: URL | string, _options: StoreOpenOptions = {}): Promise<EtcdStore> {
-  return EtcdStore.fromUrl(url);
+export async function open(url: URL | string, options: StoreOpenOptions = {}): Promise<EtcdStore> {
+  return EtcdStore.fromUrl(options.text ?? url);
 }
