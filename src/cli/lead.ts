@@ -3,7 +3,6 @@
  * lock): the command runs under the watchdog (supervisor.ts) for one leadership term and is
  * stopped if that term ends first. The watchdog logic itself lives only in supervisor.ts.
  */
-import type { ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { LeaderElector, type StopReason, type StoppedEvent } from '../core/elector.js';
 import type { LeaseStore } from '../core/store.js';
@@ -39,7 +38,7 @@ export function superviseTerm(
   env: NodeJS.ProcessEnv,
   onLost?: (reason: StopReason) => void,
 ): { supervisor: Supervisor; done: Promise<TermRun> } {
-  const supervisor = tolerateClosedChannel(new Supervisor(elector, argv, env));
+  const supervisor = new Supervisor(elector, argv, env);
   const lost = new Promise<StopReason>((resolve) => {
     if (elector.leadershipWindow()?.term !== term) return resolve('lost');
     const on = (e: StoppedEvent) => {
@@ -59,21 +58,6 @@ export function superviseTerm(
     return { kind: 'lost', reason: first.reason, exit: await supervisor.exited };
   })();
   return { supervisor, done };
-}
-
-/**
- * tolerateClosedChannel works around a race in Supervisor: a renewal that pushes a new deadline
- * just as the watchdog exits makes `send` fail with EPIPE, emitted as an 'error' event on the
- * watchdog's ChildProcess, which nothing handles — so it would crash baton. The watchdog is
- * gone by then and the message moot; only that error is ignored.
- */
-export function tolerateClosedChannel(supervisor: Supervisor): Supervisor {
-  const child = (supervisor as unknown as { child?: ChildProcess }).child;
-  child?.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE' || err.code === 'ERR_IPC_CHANNEL_CLOSED') return;
-    throw err;
-  });
-  return supervisor;
 }
 
 /**

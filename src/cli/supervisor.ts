@@ -42,6 +42,8 @@ export class Supervisor {
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       env,
     });
+    // A failed IPC write is reported through send()'s callback; never let it crash baton.
+    this.child.on('error', () => {});
     let spawnError: string | undefined;
     let exit: CommandExit | undefined;
     this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string }) => {
@@ -74,13 +76,23 @@ export class Supervisor {
 
   /** signal forwards a signal to the command's process group. */
   signal(signal: NodeJS.Signals): void {
-    if (this.child.connected) this.child.send({ type: 'signal', signal });
+    this.send({ type: 'signal', signal });
   }
 
   private lastKillAt = performance.now();
 
   private push(s: { termAt: number; killAt: number }): void {
     this.lastKillAt = s.killAt;
-    if (this.child.connected) this.child.send({ type: 'deadline', termAtNs: toNs(s.termAt), killAtNs: toNs(s.killAt) });
+    this.send({ type: 'deadline', termAtNs: toNs(s.termAt), killAtNs: toNs(s.killAt) });
+  }
+
+  /**
+   * send tells the watchdog something. The watchdog may exit between the `connected` check and
+   * the write (the command ended); the message is then moot, so the EPIPE is swallowed here
+   * rather than surfacing as an unhandled 'error' event.
+   */
+  private send(message: object): void {
+    if (!this.child.connected) return;
+    this.child.send(message, () => {});
   }
 }

@@ -4,7 +4,7 @@ import { formatDuration, parseDuration } from '../../core/duration.js';
 import { hostClock } from '../../jobs/host-clock.js';
 import { killLeadMs, tryTaskLock, validateTaskLockOptions, type TaskLockHold } from '../../jobs/task-lock.js';
 import { CliExit, info, openCliStore, requireCommand, requireLock, resolveIdentity, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { DeadlineElector, exitCodeOf, signalExitCode, tolerateClosedChannel } from '../lead.js';
+import { DeadlineElector, exitCodeOf, signalExitCode } from '../lead.js';
 import { Supervisor } from '../supervisor.js';
 import type { LeaseStore } from '../../core/store.js';
 
@@ -65,7 +65,7 @@ async function runHolding(store: LeaseStore, hold: TaskLockHold, argv: string[],
   const lead = killLeadMs(atMostForMs);
   const window = new DeadlineElector(store, hold.name, startedPerf, atMostForMs - lead, atMostForMs);
   const env = { ...process.env, BATON_LOCK: hold.name, BATON_TERM: String(hold.term), BATON_IDENTITY: hold.identity };
-  const supervisor = tolerateClosedChannel(new Supervisor(window, argv, env));
+  const supervisor = new Supervisor(window, argv, env);
   let interrupted: NodeJS.Signals | undefined;
   const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => {
     const h = () => {
