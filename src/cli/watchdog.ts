@@ -15,7 +15,8 @@
  * argv: termAtNs killAtNs command [args...]
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 
 type Msg = { type: 'deadline'; termAtNs: string; killAtNs: string } | { type: 'signal'; signal: NodeJS.Signals };
 
@@ -33,70 +34,82 @@ const env = { ...process.env };
 delete env.NODE_CHANNEL_FD;
 delete env.NODE_CHANNEL_SERIALIZATION_MODE;
 
-const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', command!, ...args] : [command!, ...args];
-const child = spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', env, detached: true });
-const send = (m: object) => {
-  if (process.connected) process.send?.(m);
+const send = (m: object, then?: () => void) => {
+  if (process.connected) process.send?.(m, () => then?.());
+  else then?.();
 };
 
-child.on('error', (err) => {
-  exited = true;
-  send({ type: 'error', message: err.message, code: (err as NodeJS.ErrnoException).code });
-  process.exit(127);
-});
-child.on('spawn', () => send({ type: 'started', pid: child.pid }));
-child.on('exit', (code, signal) => {
-  exited = true;
-  clearTimers();
-  send({ type: 'exit', code, signal });
-  // Leave nothing behind in the group, then go.
-  killGroup('SIGKILL');
-  setTimeout(() => process.exit(0), 20);
-});
-
-process.on('message', (m: Msg) => {
-  if (m.type === 'deadline') {
-    termAt = BigInt(m.termAtNs);
-    killAt = BigInt(m.killAtNs);
-    arm();
-  } else if (m.type === 'signal') {
-    killGroup(m.signal);
-  }
-});
-process.on('disconnect', () => {
-  // baton is gone: nobody renews the lease any more.
-  killGroup('SIGKILL');
-  setTimeout(() => process.exit(1), 20);
-});
-
-function killGroup(signal: NodeJS.Signals): void {
-  if (!child.pid) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
+/** findExecutable resolves a command as the shell would (PATH lookup unless it has a slash). */
+function findExecutable(cmd: string): string | undefined {
+  const candidates = cmd.includes('/') ? [cmd] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, cmd));
+  return candidates.find((p) => {
     try {
-      if (!exited) child.kill(signal);
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
     } catch {
-      // already gone
+      return false;
     }
-  }
+  });
 }
 
-function clearTimers(): void {
-  if (termTimer) clearTimeout(termTimer);
-  if (killTimer) clearTimeout(killTimer);
-}
+if (!command || !findExecutable(command)) {
+  // Say it here: through setpriv the message would be setpriv's.
+  send({ type: 'error', message: `${JSON.stringify(command ?? '')} was not found or is not executable` }, () => process.exit(127));
+} else {
+  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+  const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', command, ...args] : [command, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', env, detached: true });
 
-function msUntil(at: bigint): number {
-  return Math.max(0, Number(at - process.hrtime.bigint()) / 1e6);
-}
+  const killGroup = (signal: NodeJS.Signals): void => {
+    if (!child.pid) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      try {
+        if (!exited) child.kill(signal);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  const clearTimers = () => {
+    if (termTimer) clearTimeout(termTimer);
+    if (killTimer) clearTimeout(killTimer);
+  };
+  const msUntil = (at: bigint) => Math.max(0, Number(at - process.hrtime.bigint()) / 1e6);
+  const arm = () => {
+    clearTimers();
+    if (exited) return;
+    termTimer = setTimeout(() => killGroup('SIGTERM'), msUntil(termAt));
+    killTimer = setTimeout(() => killGroup('SIGKILL'), msUntil(killAt));
+  };
 
-function arm(): void {
-  clearTimers();
-  if (exited) return;
-  termTimer = setTimeout(() => killGroup('SIGTERM'), msUntil(termAt));
-  killTimer = setTimeout(() => killGroup('SIGKILL'), msUntil(killAt));
+  child.on('error', (err) => {
+    exited = true;
+    send({ type: 'error', message: err.message, code: (err as NodeJS.ErrnoException).code }, () => process.exit(127));
+  });
+  child.on('spawn', () => send({ type: 'started', pid: child.pid }));
+  child.on('exit', (code, signal) => {
+    exited = true;
+    clearTimers();
+    send({ type: 'exit', code, signal });
+    // Leave nothing behind in the group, then go.
+    killGroup('SIGKILL');
+    setTimeout(() => process.exit(0), 20);
+  });
+  process.on('message', (m: Msg) => {
+    if (m.type === 'deadline') {
+      termAt = BigInt(m.termAtNs);
+      killAt = BigInt(m.killAtNs);
+      arm();
+    } else if (m.type === 'signal') {
+      killGroup(m.signal);
+    }
+  });
+  process.on('disconnect', () => {
+    // baton is gone: nobody renews the lease any more.
+    killGroup('SIGKILL');
+    setTimeout(() => process.exit(1), 20);
+  });
+  arm();
 }
-
-arm();
