@@ -45,7 +45,9 @@ const readHolderPid = async (lock: string) => {
 
 test('three contenders, the runner SIGKILLed mid-run: one completed run, everyone exits with its code, and so does a later instance', async () => {
   const contenders = [1, 2, 3].map(() => spawnOnce(['--key', 'v1'], SLOW_FAILING));
-  const first = await waitFor('the first run to start', () => logLines().find((l) => l.startsWith('start ')), 10_000);
+  const first = await waitFor('the first run to start', () => logLines().find((l) => l.startsWith('start ')), 15_000).catch((err: Error) => {
+    throw new Error(`${err.message}; stderr: ${contenders.map((c) => c.stderr).join(' | ')}`);
+  });
   const firstPid = Number(first.split(' ')[1]);
   const runnerPid = await waitFor('the runner\'s lease', () => readHolderPid('once/v1'));
   const runner = contenders.find((c) => c.pid === runnerPid)!;
@@ -118,6 +120,26 @@ test('--no-wait: exit 0 at once while another instance runs it, and after it is 
   assert.ok(!logLines().includes('SHOULD-NOT'));
   const never = await runCli(['once', '--status', '--key', 'never-ran'], { env });
   assert.deepEqual([never.code, never.stdout], [1, 'once never-ran: never run\n']);
+});
+
+test('a runner frozen past its renew deadline: the watchdog stops the command, the run is recorded cut (not failed) and runs again', async () => {
+  const frozen = spawnOnce(['--key', 'frozen'], ['sh', '-c', 'echo "start $$ frozen $BATON_ATTEMPT" >> "$ONCE_LOG"; sleep 6; echo "done $$ frozen" >> "$ONCE_LOG"']);
+  const line = await waitFor('the run to start', () => logLines().find((l) => l.endsWith(' frozen 1')), 10_000);
+  const commandPid = Number(line.split(' ')[1]);
+  frozen.signal('SIGSTOP');
+  try {
+    await waitFor('the watchdog to stop the command at the deadline', () => !pidAlive(commandPid), 6_000, 20);
+  } finally {
+    frozen.signal('SIGCONT');
+  }
+  const r = await frozen.waitForExit(10_000);
+  assert.equal(r.code, 75, r.stderr);
+  assert.match(r.stderr, /the run was cut short \(.*\); another instance will run it again/);
+  const status = JSON.parse((await runCli(['once', '--status', '--key', 'frozen', '--json'], { env })).stdout);
+  assert.equal(status.status, 'cut', 'a command stopped by the watchdog is not a failure of the command');
+  const again = await runCli(['once', '--key', 'frozen', ...TIMING, '--', 'sh', '-c', 'echo "rerun frozen $BATON_ATTEMPT" >> "$ONCE_LOG"'], { env });
+  assert.equal(again.code, 0, again.stderr);
+  assert.ok(logLines().includes('rerun frozen 2'));
 });
 
 test('--timeout gives up waiting with exit 75', async () => {

@@ -99,6 +99,9 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
       const code = exitCodeOf(r.exit);
       if (r.kind === 'lost') return { kind: 'cut', reason: `leadership lost (${r.reason})`, exitCode: code };
       if (r.exit.spawnError) return { kind: 'exit', exitCode: 127, error: `cannot run ${name}: ${r.exit.spawnError}` };
+      // baton stalled past its deadline and the watchdog stopped the command before baton saw the
+      // leadership end: a failure here is the cut, not the command's own.
+      if (code !== 0 && !interrupted && elector.term !== ctx.term) return { kind: 'cut', reason: 'leadership lost while it ran (renew deadline passed)', exitCode: code };
       if (interrupted && code !== 0) return { kind: 'cut', reason: `interrupted by ${interrupted}`, exitCode: code };
       return { kind: 'exit', exitCode: code, signal: r.exit.signal } satisfies RunOutcome;
     } finally {

@@ -118,6 +118,9 @@ async function runCommandOnce(
       const code = exitCodeOf(r.exit);
       if (r.kind === 'lost') return { kind: 'cut', reason: `lock lost (${r.reason})`, exitCode: code };
       if (r.exit.spawnError) return { kind: 'exit', exitCode: 127, error: `cannot run ${name}: ${r.exit.spawnError}` };
+      // baton stalled past its deadline and the watchdog stopped the command before baton saw the
+      // lock end: a failure here is the cut, not the command's own.
+      if (code !== 0 && !interrupted && elector.term !== ctx.term) return { kind: 'cut', reason: 'lock lost while it ran (renew deadline passed)', exitCode: code };
       // Stopped by an operator (e.g. the instance is being shut down): let another instance run it.
       if (interrupted && code !== 0) return { kind: 'cut', reason: `interrupted by ${interrupted}`, exitCode: code };
       return { kind: 'exit', exitCode: code, signal: r.exit.signal };
