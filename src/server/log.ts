@@ -7,6 +7,7 @@ import { scrubSecrets } from './redact.js';
 
 /** LogFormat: `human` (default) or `json` (one object per line). */
 export type LogFormat = 'human' | 'json';
+/** LogLevel of a line: `info` for normal changes, `warn` for trouble baton rides out, `error` for failures. */
 export type LogLevel = 'info' | 'warn' | 'error';
 
 /** Logger writes one event: a stable `event` name, a sentence for people, and fields. */
