@@ -22,7 +22,7 @@
  * better-sqlite3 is synchronous: every statement here is a few microseconds, and the busy
  * timeout (1 s) bounds how long a write waits for another process's transaction.
  */
-import { mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
@@ -89,7 +89,7 @@ export class SqliteStore implements LeaseStore {
       throw new InvalidConfigError(`sqlite: the better-sqlite3 package is not installed (npm install better-sqlite3): ${errorMessage(err)}`);
     }
     try {
-      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+      if (path !== ':memory:') makeDirs(dirname(path));
       this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000 });
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = FULL');
@@ -285,6 +285,17 @@ export class SqliteStore implements LeaseStore {
       // A busy or locked database: the next check will see the change.
     }
   }
+}
+
+/**
+ * makeDirs creates a directory and its missing parents one level at a time. (Node's recursive
+ * mkdirSync loops forever under /proc, where mkdir fails with ENOENT for an existing parent.)
+ */
+function makeDirs(dir: string): void {
+  if (existsSync(dir)) return;
+  const parent = dirname(dir);
+  if (parent !== dir) makeDirs(parent);
+  mkdirSync(dir);
 }
 
 function toRecord(row: Row): LeaseRecord {
