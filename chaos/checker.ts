@@ -69,6 +69,9 @@ export interface ChaosResult {
   staleWriteSamples: { token: number; from: string; newest: number; newestFrom: string; t: number; atMs: number; n: number }[];
   rejectedStaleWrites: number;
   termViolations: { identity: string; term: number; previousMax: number; atMs: number }[];
+  /** Smallest time between a leader's end (deadline, stop or death) and the next acquiring write; must be positive. */
+  minHandoverMarginMs: number;
+  handoversTooEarly: { from: string; to: string; marginMs: number; atMs: number }[];
   believedOverlapMs: number;
   /** believedOverlapMs split by the kind of the latest fault injected before each overlap began. */
   believedOverlapByFault: Partial<Record<FaultKind | 'none', number>>;
@@ -125,13 +128,24 @@ export function check(
   for (let i = 1; i < inWindow.length; i++) if (inWindow[i]!.identity !== inWindow[i - 1]!.identity) holderChanges++;
 
   // 3. Terms must grow with every acquisition, in the order the acquiring writes were sent.
+  //    And each acquiring write must start after the previous leader stopped — by its deadline,
+  //    its own stop, or its death: the handover margin must be positive.
   const termViolations: ChaosResult['termViolations'] = [];
   let maxTerm = -Infinity;
-  for (const l of [...leaderships].sort((a, b) => a.acquireStart - b.acquireStart)) {
+  let minHandoverMarginMs = Infinity;
+  const handoversTooEarly: ChaosResult['handoversTooEarly'] = [];
+  const byAcquisition = [...leaderships].sort((a, b) => a.acquireStart - b.acquireStart);
+  byAcquisition.forEach((l, i) => {
     if (l.term <= maxTerm) termViolations.push({ identity: l.identity, term: l.term, previousMax: maxTerm, atMs: rel(l.electedAt) });
     maxTerm = Math.max(maxTerm, l.term);
-  }
+    const prev = byAcquisition[i - 1];
+    if (!prev || prev.electedAt > windowEnd) return;
+    const margin = l.acquireStart - Math.min(prev.deadline, prev.believedEnd);
+    minHandoverMarginMs = Math.min(minHandoverMarginMs, margin);
+    if (margin < 0) handoversTooEarly.push({ from: `${prev.identity}#${prev.term}`, to: `${l.identity}#${l.term}`, marginMs: round1(margin), atMs: rel(l.acquireStart) });
+  });
   if (termViolations.length) violations.push(`${termViolations.length} acquisition(s) got a term that was not above every earlier term`);
+  if (handoversTooEarly.length) violations.push(`${handoversTooEarly.length} acquisition(s) started before the previous leader had stopped`);
 
   // 4. The register, replayed: an accepted token below the newest, or equal but from another writer.
   const { acceptedWrites, acceptedStaleWrites, rejectedStaleWrites, stale } = replayRegister(register);
@@ -229,6 +243,8 @@ export function check(
     staleWriteSamples,
     rejectedStaleWrites,
     termViolations,
+    minHandoverMarginMs: Number.isFinite(minHandoverMarginMs) ? round1(minHandoverMarginMs) : 0,
+    handoversTooEarly,
     believedOverlapMs: round1(totalMs(believedSpans)),
     believedOverlapByFault: byFault(believedSpans, injects),
     believedOverlaps: spanOut(believedSpans),

@@ -25,6 +25,7 @@ export function renderReport(r: ChaosResult): string {
     `| stale writes rejected by fencing | ${r.rejectedStaleWrites} |`,
     `| terms that did not grow | ${r.termViolations.length} |`,
     `| isLeader() true in two processes | ${ms(r.leaseOverlapMs)} |`,
+    `| closest handover (old leader's end → next acquiring write) | ${ms(r.minHandoverMarginMs)} |`,
     `| two processes believed they led | ${ms(r.believedOverlapMs)}${longest(r.believedOverlaps)}${byKind(r.believedOverlapByFault)} |`,
     `| store RTT (renewals outside faults) | p50 ${ms(r.rttMs.p50)}, p99 ${ms(r.rttMs.p99)}, max ${ms(r.rttMs.max)} (${r.rttMs.samples} samples) |`,
     `| gap bound (lease + retry + RTT p99) | ${ms(r.boundMs)} |`,
@@ -37,6 +38,7 @@ export function renderReport(r: ChaosResult): string {
     lines.push('### Violations', '', ...r.violations.map((v) => `- ${v}`));
     for (const s of r.staleWriteSamples) lines.push(`  - accepted token ${s.token} from ${s.from} at ${s.atMs} ms after ${s.newest} from ${s.newestFrom} (${s.n} writes)`);
     for (const v of r.termViolations) lines.push(`  - ${v.identity} acquired term ${v.term} at ${v.atMs} ms; ${v.previousMax} had been granted before`);
+    for (const h of r.handoversTooEarly) lines.push(`  - ${h.to} started acquiring at ${h.atMs} ms, ${ms(-h.marginMs)} before ${h.from} stopped`);
     for (const o of r.leaseOverlaps) lines.push(`  - at ${o.startMs} ms for ${ms(o.ms)}: ${o.who.join(', ')}`);
     for (const g of r.gapsOverBound) lines.push(`  - gap at ${g.startMs} ms: ${ms(g.afterHealMs)} after heal (fault ${g.fault ? `#${g.fault.id} ${g.fault.kind} ${g.fault.variant}` : 'none'})`);
     for (const f of r.faultsNotSeen) lines.push(`  - ${f}`);

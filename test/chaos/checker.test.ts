@@ -58,6 +58,7 @@ test('checker: a clean failover passes, and counts what it saw', () => {
   assert.equal(r.acceptedStaleWrites, 0);
   assert.equal(r.rejectedStaleWrites, 1);
   assert.equal(r.leaseOverlapMs, 0);
+  assert.equal(r.minHandoverMarginMs, 2099 - 1600);
   // c0 believed it led until it woke (2560) although its deadline passed at 1600; c1 led from 2100.
   assert.equal(r.believedOverlapMs, 460);
   // Leaderless from c0's deadline (1600) to c1's election (2100), charged to the pause.
@@ -100,8 +101,22 @@ test('checker: isLeader() true in two processes at once is a violation', () => {
   candidates.set('c1.1', leads(2, 1300, 4990));
   const r = check(meta, harness, register, candidates);
   assert.equal(r.leaseOverlapMs, 300);
+  assert.equal(r.handoversTooEarly.length, 1);
   assert.equal(r.ok, false);
   assert.match(r.violations.join('\n'), /isLeader\(\)/);
+});
+
+test('checker: an acquiring write sent before the old leader stopped is a violation, even if it returned later', () => {
+  const { harness, candidates, register } = cleanRun();
+  // c1's acquiring write left at 1500, before c0's deadline at 1600; it was elected at 1700.
+  const late = leads(2, 1700, 4990);
+  late[0] = { ev: 'elected', t: 1700, wall: 1e12 + 1700, term: 2, acquireStart: 1500, deadline: 2100 };
+  candidates.set('c1.1', late);
+  const r = check(meta, harness, register, candidates);
+  assert.equal(r.leaseOverlapMs, 0);
+  assert.deepEqual(r.handoversTooEarly, [{ from: 'c0.1#1', to: 'c1.1#2', marginMs: -100, atMs: 1500 }]);
+  assert.equal(r.minHandoverMarginMs, -100);
+  assert.equal(r.ok, false);
 });
 
 test('checker: a leaderless gap over lease + retry + RTT is a violation; a store outage counts from its heal', () => {
