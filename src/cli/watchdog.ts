@@ -34,6 +34,13 @@ const env = { ...process.env };
 delete env.NODE_CHANNEL_FD;
 delete env.NODE_CHANNEL_SERIALIZATION_MODE;
 
+// baton gone means nobody renews the lease any more. Listen before anything else, and check
+// once more after the command has started: a parent that died while this process was still
+// starting would otherwise go unnoticed until the deadline.
+let onParentGone = (): void => process.exit(1);
+process.on('disconnect', () => onParentGone());
+if (!process.connected) process.exit(1);
+
 const send = (m: object, then?: () => void) => {
   if (process.connected) process.send?.(m, () => then?.());
   else then?.();
@@ -106,10 +113,12 @@ if (!command || !findExecutable(command)) {
       killGroup(m.signal);
     }
   });
-  process.on('disconnect', () => {
-    // baton is gone: nobody renews the lease any more.
+  onParentGone = () => {
     killGroup('SIGKILL');
     setTimeout(() => process.exit(1), 20);
+  };
+  child.on('spawn', () => {
+    if (!process.connected) onParentGone();
   });
   arm();
 }
