@@ -199,8 +199,8 @@ describe('redis faults', () => {
 const report = (line: string) => process.stdout.write(`# redis faults: ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function once<T extends 'stopped'>(e: LeaderElector, event: T): Promise<{ term: number; reason: StopReason }> {
-  return new Promise((resolve) => e.once(event, resolve));
+function once(e: LeaderElector, event: 'stopped'): Promise<{ term: number; reason: StopReason }> {
+  return new Promise((resolve) => e.once(event, (ev) => resolve(ev)));
 }
 
 async function until<T>(what: string, check: () => T | undefined | false, ms: number): Promise<T> {

@@ -131,7 +131,7 @@ describe('redis: notification', () => {
       await sleep(200); // the watcher's subscription settles
       const a = await writer.write(lock, null, acquire('alice'));
       assert.ok(a.ok);
-      const got = await until('the acquisition', () => seen.find((r) => r?.holder === 'alice'));
+      const got = (await until('the acquisition', () => seen.find((r) => r?.holder === 'alice')))!;
       assert.equal(got.term, a.record.term);
       assert.equal(got.revision, a.record.revision);
       assert.equal(got.metadata.pid, 1);
@@ -214,7 +214,7 @@ describe('redis: restarts and reconnects', () => {
       await server.restart();
       await until('the re-read signal after the reconnect', () => seen.length === 2 && seen[1] === undefined, 10_000);
       // Terms survived (appendfsync always); scripts were flushed (NOSCRIPT) and are re-sent.
-      const cur = await until('the store to answer', () => writer.read(lock).catch(() => undefined), 10_000);
+      const cur = (await until('the store to answer', () => writer.read(lock).catch(() => undefined), 10_000))!;
       assert.equal(cur.term, a.record.term);
       const released = await writer.write(lock, cur.revision, { ...renew(cur), holder: null });
       assert.ok(released.ok);
