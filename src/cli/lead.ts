@@ -52,7 +52,14 @@ export function superviseTerm(
   });
   const done = (async (): Promise<TermRun> => {
     const first = await Promise.race([supervisor.exited.then((exit) => ({ kind: 'exit' as const, exit })), lost.then((reason) => ({ kind: 'lost' as const, reason }))]);
-    if (first.kind === 'exit') return first;
+    if (first.kind === 'exit') {
+      // The watchdog ended it at the deadline: leadership ended first, whatever baton has seen.
+      if (first.exit.stoppedAtDeadline) {
+        onLost?.('renew-deadline');
+        return { kind: 'lost', reason: 'renew-deadline', exit: first.exit };
+      }
+      return first;
+    }
     supervisor.stop();
     onLost?.(first.reason);
     return { kind: 'lost', reason: first.reason, exit: await supervisor.exited };

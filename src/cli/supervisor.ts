@@ -12,6 +12,11 @@ export interface CommandExit {
   signal: NodeJS.Signals | null;
   /** Set when the command could not be started at all. */
   spawnError?: string;
+  /**
+   * Set when the watchdog stopped the command at the leader's deadline (or at stop()), even if
+   * baton — frozen, or behind on its events — has not noticed yet that its leadership ended.
+   */
+  stoppedAtDeadline?: boolean;
 }
 
 /** Offset from performance.now() (the elector's clock) to CLOCK_MONOTONIC, in ms. */
@@ -46,8 +51,8 @@ export class Supervisor {
     this.child.on('error', () => {});
     let spawnError: string | undefined;
     let exit: CommandExit | undefined;
-    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string }) => {
-      if (m.type === 'exit') exit = { code: m.code ?? null, signal: m.signal ?? null };
+    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string; stoppedAtDeadline?: boolean }) => {
+      if (m.type === 'exit') exit = { code: m.code ?? null, signal: m.signal ?? null, stoppedAtDeadline: !!m.stoppedAtDeadline };
       if (m.type === 'error') spawnError = m.message;
     });
     this.exited = new Promise((resolve) => {

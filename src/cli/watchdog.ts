@@ -26,6 +26,8 @@ let killAt = BigInt(killArg ?? '0');
 let termTimer: NodeJS.Timeout | undefined;
 let killTimer: NodeJS.Timeout | undefined;
 let exited = false;
+/** Set once the deadline (not the command itself) ended the run: reported with the exit. */
+let stoppedAtDeadline = false;
 
 // baton decides when the command stops; signals meant for the command arrive over IPC.
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => {});
@@ -87,8 +89,8 @@ if (!command || !findExecutable(command)) {
   const arm = () => {
     clearTimers();
     if (exited) return;
-    termTimer = setTimeout(() => killGroup('SIGTERM'), msUntil(termAt));
-    killTimer = setTimeout(() => killGroup('SIGKILL'), msUntil(killAt));
+    termTimer = setTimeout(() => ((stoppedAtDeadline = true), killGroup('SIGTERM')), msUntil(termAt));
+    killTimer = setTimeout(() => ((stoppedAtDeadline = true), killGroup('SIGKILL')), msUntil(killAt));
   };
 
   child.on('error', (err) => {
@@ -99,7 +101,7 @@ if (!command || !findExecutable(command)) {
   child.on('exit', (code, signal) => {
     exited = true;
     clearTimers();
-    send({ type: 'exit', code, signal });
+    send({ type: 'exit', code, signal, stoppedAtDeadline });
     // Leave nothing behind in the group, then go.
     killGroup('SIGKILL');
     setTimeout(() => process.exit(0), 20);
