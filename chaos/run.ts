@@ -115,10 +115,14 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   await sleepMs(Math.max(endAt - monoMs(), 0) + 2 * (o.timing.leaseDurationMs + o.timing.retryPeriodMs));
   log.write({ ev: 'window', t: monoMs(), edge: 'end' });
 
+  debug('stopping candidates');
   await fleet.stopAll();
+  debug('stopping register');
   await register.request('END');
+  debug('cleanups');
   await runCleanups();
   log.close();
+  debug('checking');
   return checkRun(dir, meta);
 }
 
@@ -163,9 +167,14 @@ function exactDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+const debug = (what: string) => {
+  if (process.env.CHAOS_DEBUG) process.stderr.write(`chaos: ${what}\n`);
+};
+
 async function runCleanups(): Promise<void> {
   while (cleanups.length) {
     try {
+      debug(`cleanup ${cleanups.length}`);
       await cleanups.pop()!();
     } catch {
       // best effort: the rest must still run
@@ -174,6 +183,9 @@ async function runCleanups(): Promise<void> {
 }
 
 async function main(): Promise<number> {
+  // Servers from test/harness are unref'd child processes: while we await one's exit with
+  // nothing else pending, Node would otherwise end the process early with status 0.
+  setInterval(() => {}, 60_000);
   let o: ChaosOptions;
   try {
     o = parseChaosArgs(process.argv.slice(2));
