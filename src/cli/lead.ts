@@ -22,6 +22,19 @@ export function signalExitCode(sig: NodeJS.Signals): number {
   return 128 + (signals[sig] ?? 15);
 }
 
+/**
+ * onTerminationSignals calls `handler` on SIGINT, SIGTERM and SIGHUP (instead of Node's default
+ * of exiting) until the returned function is called.
+ */
+export function onTerminationSignals(handler: (sig: NodeJS.Signals) => void): () => void {
+  const sigs = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const listeners = sigs.map((sig) => [sig, () => handler(sig)] as const);
+  for (const [sig, h] of listeners) process.on(sig, h);
+  return () => {
+    for (const [sig, h] of listeners) process.off(sig, h);
+  };
+}
+
 /** TermRun is how a command run for one term ended: by itself, or stopped because the term ended. */
 export type TermRun = { readonly kind: 'exit'; readonly exit: CommandExit } | { readonly kind: 'lost'; readonly reason: StopReason; readonly exit: CommandExit };
 

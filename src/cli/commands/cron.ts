@@ -20,7 +20,7 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { exitCodeOf, superviseTerm } from '../lead.js';
+import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
 import type { Supervisor } from '../supervisor.js';
 import { statusSections, type StatusSection } from './status.js';
 
@@ -130,8 +130,7 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
     current?.signal(sig);
     resolveStopped();
   };
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  for (const sig of signals) process.on(sig, onSignal);
+  const offSignals = onTerminationSignals(onSignal);
   try {
     job.start();
     await stopped;
@@ -140,6 +139,6 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
     await job.stop({ abortRun: false });
     return 0;
   } finally {
-    for (const sig of signals) process.off(sig, onSignal);
+    offSignals();
   }
 }

@@ -4,7 +4,7 @@ import { formatDuration, parseDuration } from '../../core/duration.js';
 import { hostClock } from '../../jobs/host-clock.js';
 import { killLeadMs, tryTaskLock, validateTaskLockOptions, type TaskLockHold } from '../../jobs/task-lock.js';
 import { CliExit, info, openCliStore, requireCommand, requireLock, resolveIdentity, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { DeadlineElector, exitCodeOf, signalExitCode } from '../lead.js';
+import { DeadlineElector, exitCodeOf, signalExitCode, onTerminationSignals } from '../lead.js';
 import { Supervisor } from '../supervisor.js';
 import type { LeaseStore } from '../../core/store.js';
 
@@ -67,13 +67,9 @@ async function runHolding(store: LeaseStore, hold: TaskLockHold, argv: string[],
   const env = { ...process.env, BATON_LOCK: hold.name, BATON_TERM: String(hold.term), BATON_IDENTITY: hold.identity };
   const supervisor = new Supervisor(window, argv, env);
   let interrupted: NodeJS.Signals | undefined;
-  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => {
-    const h = () => {
-      interrupted ??= sig;
-      supervisor.signal(sig);
-    };
-    process.on(sig, h);
-    return [sig, h] as const;
+  const offSignals = onTerminationSignals((sig) => {
+    interrupted ??= sig;
+    supervisor.signal(sig);
   });
   try {
     const exit = await supervisor.exited;
@@ -86,6 +82,6 @@ async function runHolding(store: LeaseStore, hold: TaskLockHold, argv: string[],
     if (interrupted) return code === 0 ? 0 : signalExitCode(interrupted);
     return overran ? ExitCode.tempFail : code;
   } finally {
-    for (const [sig, h] of handlers) process.off(sig, h);
+    offSignals();
   }
 }

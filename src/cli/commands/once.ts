@@ -6,7 +6,7 @@ import { defaultOnceLock, readOnceRecord, runOnceWith, type OnceRecord, type Onc
 import { validateJobKey } from '../../jobs/ledger-keys.js';
 import type { Runner } from '../../jobs/runner.js';
 import { CliExit, info, makeElector, openCliStore, requireCommand, resolveTimingOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
-import { exitCodeOf, signalExitCode, superviseTerm } from '../lead.js';
+import { exitCodeOf, signalExitCode, superviseTerm, onTerminationSignals } from '../lead.js';
 import type { Supervisor } from '../supervisor.js';
 
 interface OnceCliOptions extends CommonOptions {
@@ -101,11 +101,7 @@ async function runCommandOnce(
     if (current) current.signal(sig);
     else giveUp.abort(new CliExit(signalExitCode(sig)));
   };
-  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => {
-    const h = () => onSignal(sig);
-    process.on(sig, h);
-    return [sig, h] as const;
-  });
+  const offSignals = onTerminationSignals(onSignal);
   elector.on('storeError', (err) => info(`store error: ${err.message}`));
   const runner: Runner = async (ctx) => {
     info(`once ${key}: running ${name} (term ${ctx.term}, attempt ${ctx.env.BATON_ATTEMPT})`);
@@ -149,7 +145,7 @@ async function runCommandOnce(
     );
     return report(key, name, result, o.rerun, interrupted);
   } finally {
-    for (const [sig, h] of handlers) process.off(sig, h);
+    offSignals();
   }
 }
 

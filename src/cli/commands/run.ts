@@ -15,7 +15,7 @@ import {
   type CommonOptions,
 } from '../common.js';
 import type { Supervisor } from '../supervisor.js';
-import { exitCodeOf, superviseTerm } from '../lead.js';
+import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
 import { constants } from 'node:os';
 const signals = constants.signals as Record<string, number>;
 
@@ -67,11 +67,7 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
     if (current) current.signal(sig);
     else giveUp.abort(new CliExit(128 + (signals[sig] ?? 15)));
   };
-  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => {
-    const h = () => onSignal(sig);
-    process.on(sig, h);
-    return [sig, h] as const;
-  });
+  const offSignals = onTerminationSignals(onSignal);
   elector.on('storeError', (err) => info(`store error: ${err.message}`));
   try {
     elector.start();
@@ -108,7 +104,7 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       await elector.resign();
     }
   } finally {
-    for (const [sig, h] of handlers) process.off(sig, h);
+    offSignals();
   }
 }
 

@@ -16,7 +16,7 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { exitCodeOf, superviseTerm } from '../lead.js';
+import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
 
 interface ServeOptions extends CommonOptions {
   listen: string;
@@ -91,8 +91,7 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
     log('info', 'shutdown', `received ${sig}: ${argv ? `stopping ${argv[0]}, ` : ''}releasing "${elector.lock}" and closing the server`, { signal: sig });
     shutdown.abort();
   };
-  const handlers = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((sig) => [sig, () => onSignal(sig)] as const);
-  for (const [sig, h] of handlers) process.on(sig, h);
+  const offSignals = onTerminationSignals(onSignal);
   const stopped = new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
   try {
     if (!argv) {
@@ -107,7 +106,7 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
     }
     return 0;
   } finally {
-    for (const [sig, h] of handlers) process.off(sig, h);
+    offSignals();
   }
 }
 
