@@ -1,0 +1,187 @@
+/**
+ * Server-side request counters: what a store server itself says it was asked to do, so the
+ * bench never relies on baton's own accounting for load figures.
+ *
+ * - Redis: the server's MONITOR feed, counting each command a client sent by name. INFO
+ *   commandstats cannot be used for this: it also counts every command a Lua script runs (one
+ *   baton write is one EVALSHA but five or six commandstats calls). MONITOR costs the server a
+ *   little, so it runs only inside a counting session, never while latencies are timed.
+ * - PostgreSQL: `pg_stat_statements` (calls per normalized statement, LISTEN included since
+ *   track_utility is on), optionally for one role only; the bench's own reads are left out.
+ * - etcd: `/metrics` `grpc_server_msg_received_total` per gRPC method — a unary call is one
+ *   message, and every message on a stream (a lease keepalive, a watch create) is one more.
+ */
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
+import type { Client } from 'pg';
+
+const require = createRequire(import.meta.url);
+
+/** Counts are cumulative request counts by kind (command, statement or gRPC method). */
+export type Counts = Map<string, number>;
+
+/** CountDelta is the difference between two snapshots. */
+export interface CountDelta {
+  total: number;
+  byKind: Record<string, number>;
+}
+
+/** CountSession reads cumulative counts while it is open. */
+export interface CountSession {
+  snapshot(scope?: { role?: string }): Promise<Counts>;
+  end(): Promise<void>;
+}
+
+/** ServerCounter reads a server's own request counters, inside a session. */
+export interface ServerCounter {
+  /** What is counted, for the report. */
+  readonly source: string;
+  /** Whether `snapshot({ role })` can count one client role apart (PostgreSQL). */
+  readonly perRole: boolean;
+  begin(): Promise<CountSession>;
+  close(): Promise<void>;
+}
+
+/** diffCounts subtracts snapshot `a` from `b`, keeping kinds that changed. */
+export function diffCounts(a: Counts, b: Counts): CountDelta {
+  const byKind: Record<string, number> = {};
+  let total = 0;
+  for (const [k, v] of b) {
+    const d = v - (a.get(k) ?? 0);
+    if (d !== 0) {
+      byKind[k] = d;
+      total += d;
+    }
+  }
+  return { total, byKind };
+}
+
+/** subtractDeltas is `b − a` kind by kind (for differential measurements). */
+export function subtractDeltas(b: CountDelta, a: CountDelta): CountDelta {
+  const byKind: Record<string, number> = { ...b.byKind };
+  for (const [k, v] of Object.entries(a.byKind)) byKind[k] = (byKind[k] ?? 0) - v;
+  for (const k of Object.keys(byKind)) if (byKind[k] === 0) delete byKind[k];
+  return { total: b.total - a.total, byKind };
+}
+
+/** withSession runs `fn` inside a counting session and always ends it. */
+export async function withSession<T>(counter: ServerCounter, fn: (session: CountSession) => Promise<T>): Promise<T> {
+  const session = await counter.begin();
+  try {
+    return await fn(session);
+  } finally {
+    await session.end();
+  }
+}
+
+function connectRedis(url: string, name: string): Redis {
+  const { Redis: IORedis } = require('ioredis') as { Redis: new (url: string, o: object) => Redis };
+  return new IORedis(url, { connectionName: name });
+}
+
+/**
+ * redisCounter counts client-sent commands from a MONITOR feed. A snapshot first sends a unique
+ * ECHO on another connection and waits for the feed to show it: Redis runs commands one at a
+ * time and the feed keeps their order, so everything executed before the snapshot was asked
+ * for has been counted by then.
+ */
+export async function redisCounter(url: string): Promise<ServerCounter> {
+  const control = connectRedis(url, 'bench-counter');
+  return {
+    source: 'Redis MONITOR feed (commands clients sent; commands run inside Lua scripts excluded)',
+    perRole: false,
+    async begin() {
+      const counts: Counts = new Map();
+      const marks = new Map<string, () => void>();
+      // A connection in monitor mode from the start (what ioredis's monitor() builds), so the
+      // listeners are in place before the first line: lines that arrive in the same chunk as
+      // MONITOR's OK, or after the feed is closed, make ioredis emit 'error'; they are before
+      // the first mark or after the last one, so they never fall inside a counted window.
+      const { Redis: IORedis } = require('ioredis') as { Redis: new (url: string, o: object) => Redis };
+      const monitor = new IORedis(url, { monitor: true, lazyConnect: false });
+      monitor.on('error', () => {});
+      const monitoring = new Promise<void>((resolve) => monitor.once('monitoring', () => resolve()));
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        const cmd = String(args[0] ?? '').toLowerCase();
+        if (cmd === 'echo' && marks.has(String(args[1]))) {
+          marks.get(String(args[1]))!();
+          return;
+        }
+        if (source === 'lua' || cmd === 'info' || cmd === 'echo') return;
+        counts.set(cmd, (counts.get(cmd) ?? 0) + 1);
+      });
+      await monitoring;
+      let serial = 0;
+      const flush = async () => {
+        const mark = `bench-mark-${process.pid}-${serial++}`;
+        const seen = new Promise<void>((resolve) => marks.set(mark, resolve));
+        await control.echo(mark);
+        await seen;
+        marks.delete(mark);
+      };
+      await flush();
+      return {
+        async snapshot() {
+          await flush();
+          return new Map(counts);
+        },
+        async end() {
+          monitor.disconnect();
+        },
+      };
+    },
+    async close() {
+      control.disconnect();
+    },
+  };
+}
+
+/** postgresCounter reads pg_stat_statements (creating the extension; the harness preloads it). */
+export async function postgresCounter(url: string): Promise<ServerCounter> {
+  const pg = require('pg') as typeof import('pg');
+  const client: Client = new pg.Client({ connectionString: url, application_name: 'bench-counter' });
+  await client.connect();
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const snapshot = async (scope: { role?: string } = {}): Promise<Counts> => {
+    const { rows } = await client.query<{ q: string; n: string }>(
+      `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 60) AS q, sum(s.calls)::bigint AS n
+         FROM pg_stat_statements s
+        WHERE s.query NOT ILIKE '%pg_stat_statements%'
+          AND ($1::text IS NULL OR s.userid = (SELECT oid FROM pg_roles WHERE rolname = $1))
+        GROUP BY 1`,
+      [scope.role ?? null],
+    );
+    return new Map(rows.map((r) => [r.q, Number(r.n)]));
+  };
+  return {
+    source: 'PostgreSQL pg_stat_statements (calls per statement; the bench’s own queries excluded)',
+    perRole: true,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {
+      await client.end();
+    },
+  };
+}
+
+/** etcdCounter reads grpc_server_msg_received_total from the member's /metrics. */
+export async function etcdCounter(endpoint: string): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => {
+    const text = await (await fetch(`${endpoint}/metrics`)).text();
+    const counts: Counts = new Map();
+    for (const m of text.matchAll(/^grpc_server_msg_received_total\{[^}]*grpc_method="([^"]+)"[^}]*\} (\S+)$/gm)) {
+      const n = Number(m[2]);
+      if (n > 0) counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + n);
+    }
+    return counts;
+  };
+  return {
+    source: 'etcd /metrics grpc_server_msg_received_total (gRPC messages per method: unary calls and stream messages)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}

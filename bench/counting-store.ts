@@ -1,0 +1,80 @@
+/**
+ * countingStore wraps a LeaseStore and counts the calls made into it — the in-process stand-in
+ * for server counters where there is no server (SQLite), and the way "round trips" are told
+ * apart from "requests" (one `renewMany` is one round trip carrying many renewals).
+ */
+import type { LeaseStore, RenewRequest } from '../src/core/store.js';
+
+/** StoreCalls counts calls by method; `renewItems` counts the leases carried by renewMany. */
+export interface StoreCalls {
+  read: number;
+  write: number;
+  renewMany: number;
+  renewItems: number;
+  list: number;
+  watch: number;
+}
+
+/** totalCalls is every call that reaches the store (each read, write, renewMany, list). */
+export function totalCalls(c: StoreCalls): number {
+  return c.read + c.write + c.renewMany + c.list;
+}
+
+/** CountingStore is a wrapped store plus its live call counts. */
+export interface CountingStore {
+  readonly store: LeaseStore;
+  readonly calls: StoreCalls;
+  /** snapshot copies the counts. */
+  snapshot(): StoreCalls;
+}
+
+/** countingStore returns a store that behaves like `inner` and counts every call made to it. */
+export function countingStore(inner: LeaseStore): CountingStore {
+  const calls: StoreCalls = { read: 0, write: 0, renewMany: 0, renewItems: 0, list: 0, watch: 0 };
+  const store: LeaseStore = {
+    kind: inner.kind,
+    capabilities: inner.capabilities,
+    ledger: inner.ledger,
+    read(lock) {
+      calls.read++;
+      return inner.read(lock);
+    },
+    write(lock, expected, next) {
+      calls.write++;
+      return inner.write(lock, expected, next);
+    },
+    renewMany: inner.renewMany
+      ? (requests: readonly RenewRequest[]) => {
+          calls.renewMany++;
+          calls.renewItems += requests.length;
+          return inner.renewMany!(requests);
+        }
+      : undefined,
+    watch: inner.watch
+      ? (lock, listener) => {
+          calls.watch++;
+          return inner.watch!(lock, listener);
+        }
+      : undefined,
+    list: inner.list
+      ? () => {
+          calls.list++;
+          return inner.list!();
+        }
+      : undefined,
+    close: () => inner.close(),
+  };
+  return { store, calls, snapshot: () => ({ ...calls }) };
+}
+
+/** diffCalls is `b − a` per method. */
+export function diffCalls(a: StoreCalls, b: StoreCalls): StoreCalls {
+  return {
+    read: b.read - a.read,
+    write: b.write - a.write,
+    renewMany: b.renewMany - a.renewMany,
+    renewItems: b.renewItems - a.renewItems,
+    list: b.list - a.list,
+    watch: b.watch - a.watch,
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * leader_round_trips_per_renew, leader_server_requests_per_renew, cpu_percent, rss_mb — one
+ * process (bench/scale-child.ts, so its RSS is its own) holding 1, 1,000 and 10,000 leases with
+ * many LeaderElectors on one store handle, default timing (renewal every 2 s). Renewals due in
+ * the same event-loop turn are coalesced by src/core/batcher.ts into one `renewMany`.
+ *
+ * Electors start 500 at a time (each wave elected before the next; see scale-child.ts). Over a
+ * window of renew intervals, once every lease is held and one more interval has passed:
+ * - round trips: calls into the store (a wrapper in the child: each write or renewMany is one
+ *   round trip, as every store sends a batch in one pipeline / statement / stream write);
+ * - server requests: the server's own counters (commands, statements, gRPC messages);
+ * - CPU: process.cpuUsage() over the window, as % of one core; RSS at the window's end.
+ */
+import { spawnBench, type ChildEvent } from '../proc.js';
+import { sleep } from '../clock.js';
+import { diffCounts, type CountSession } from '../counters.js';
+import { diffCalls, type StoreCalls } from '../counting-store.js';
+import { round } from '../stats.js';
+import type { BenchContext, StoreUnderTest } from '../plan.js';
+import type { ResultRow } from '../results.js';
+
+const RETRY_MS = 2000;
+const WAVE = 500;
+const ACQUIRE_TIMEOUT_MS = 150_000;
+
+type Mark = ChildEvent & { cpuMs: number; rssMb: number; heapMb: number; calls: StoreCalls; statements: Record<string, number>; storeErrors: number; lost: number; leading: number; renewals: number };
+
+/** measureScale adds the scale rows for every lease count of the plan. */
+export async function measureScale(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
+  for (const leases of ctx.plan.leaseCounts) await scaleOne(ctx, s, leases);
+}
+
+async function scaleOne(ctx: BenchContext, s: StoreUnderTest, leases: number): Promise<void> {
+  const child = spawnBench('scale-child.ts', { BENCH_SCALE: JSON.stringify({ storeUrl: s.store.url, leases, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, wave: WAVE }) });
+  let session: CountSession | undefined;
+  try {
+    const acquired = await child.seen((e) => e.ev === 'acquired', ACQUIRE_TIMEOUT_MS + 60_000, `all ${leases} leases acquired`);
+    await sleep(RETRY_MS);
+    session = await s.store.counter?.begin();
+    const mark = async () => {
+      const pending = child.next((e) => e.ev === 'mark', 30_000, 'mark');
+      child.send('mark');
+      const m = (await pending) as Mark;
+      const server = await session?.snapshot();
+      return { m, server };
+    };
+    const a = await mark();
+    await sleep(ctx.plan.scaleIntervals * RETRY_MS);
+    const b = await mark();
+    const seconds = (b.m.t - a.m.t) / 1000;
+    // A renew cycle is the time in which every lease renews once: renewals ÷ leases of them.
+    const cycles = (b.m.renewals - a.m.renewals) / leases;
+    const intervals = cycles > 0 ? cycles : (seconds * 1000) / RETRY_MS;
+    const calls = diffCalls(a.m.calls, b.m.calls);
+    const roundTrips = calls.write + calls.renewMany + calls.read;
+    const server = a.server && b.server ? diffCounts(a.server, b.server) : diffCounts(new Map(Object.entries(a.m.statements)), new Map(Object.entries(b.m.statements)));
+    const common = {
+      system: `baton-${s.kind.name}`,
+      store: s.kind.name,
+      leases,
+      settings: `default timing (renewal every 2 s); one process, one store handle; electors started ${WAVE} at a time`,
+    } as const;
+    const detail = {
+      windowS: round(seconds, 1),
+      renewCycles: round(cycles, 2),
+      acquireAllMs: Math.round(Number(acquired.ms)),
+      electedBeforeWindow: acquired.elected,
+      startUpStoreErrors: acquired.storeErrors,
+      startUpErrorKinds: acquired.errorKinds,
+      storeCallsInWindow: calls,
+      leadingAtEnd: b.m.leading,
+      leadershipsLost: b.m.lost,
+      storeErrors: b.m.storeErrors - a.m.storeErrors,
+    };
+    const rows: ResultRow[] = [
+      {
+        ...common,
+        metric: 'leader_round_trips_per_renew',
+        unit: 'round trips per renew cycle',
+        value: round(roundTrips / intervals, 2),
+        method: 'calls into the store (writes + renewMany + reads, counted by a wrapper in the child) per renew cycle (renewals in the window ÷ leases)',
+        detail: { ...detail, renewalsPerBatch: calls.renewMany ? round(calls.renewItems / calls.renewMany, 1) : undefined },
+      },
+      {
+        ...common,
+        metric: 'leader_server_requests_per_renew',
+        unit: 'server requests per renew cycle',
+        value: round(server.total / intervals, 1),
+        method: s.store.counter ? s.store.counter.source : 'SQL statements run by the child (better-sqlite3 wrapper)',
+        detail: { byKindPerInterval: Object.fromEntries(Object.entries(server.byKind).map(([k, v]) => [k, round(v / intervals, 1)])) },
+      },
+      { ...common, metric: 'cpu_percent', unit: '% of one core', value: round(((b.m.cpuMs - a.m.cpuMs) / (seconds * 1000)) * 100, 2), method: 'process.cpuUsage() (user + system) over the window' },
+      { ...common, metric: 'rss_mb', unit: 'MB', value: round(b.m.rssMb, 1), method: 'process.memoryUsage().rss at the end of the window', detail: { heapUsedMb: round(b.m.heapMb, 1) } },
+    ];
+    for (const row of rows) ctx.results.add(row);
+  } finally {
+    await session?.end();
+    await child.stop(90_000);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * What a bench run does, from its command line: `--quick` (a reduced run in about two
+ * minutes, for CI smoke checks — never for published figures), `--only=a,b` (some
+ * measurements), `--stores=a,b` (some stores), `--out=DIR`.
+ *
+ * Only a full run of everything writes bench/results/latest.*; any other run writes to
+ * bench/results/scratch/ unless --out says otherwise, so a quick run never overwrites the
+ * committed figures.
+ */
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
+import type { Results } from './results.js';
+import type { BenchStore, StoreKind } from './stores.js';
+
+/** MEASUREMENTS are the measurement names `--only` accepts, in run order. */
+export const MEASUREMENTS = ['rtt', 'handover', 'peers', 'failover', 'idle', 'herd', 'scale'] as const;
+export type MeasurementName = (typeof MEASUREMENTS)[number];
+
+/** BenchPlan is the sizes of every measurement. */
+export interface BenchPlan {
+  mode: 'full' | 'quick';
+  only: ReadonlySet<MeasurementName>;
+  stores: ReadonlySet<string> | undefined;
+  outDir: string;
+  /** Whether this run writes latest.* (a full run of everything). */
+  official: boolean;
+  rttWrites: number;
+  handovers: number;
+  peerHandovers: number;
+  kills: number;
+  /** Leader renewals (2 s apart at default timing) per idle-standby counting window. */
+  idleRenewals: number;
+  /** etcd3 Election holder keepalives (5 s apart at TTL 15 s) per counting window. */
+  etcd3IdleKeepalives: number;
+  /** Seconds a redlock / redis-semaphore waiter is watched at the server. */
+  peerIdleWindowS: number;
+  leaseCounts: number[];
+  scaleIntervals: number;
+  herdCandidates: number;
+  herdFailovers: number;
+}
+
+/** BenchContext is handed to every measurement. */
+export interface BenchContext {
+  plan: BenchPlan;
+  results: Results;
+  /** A scratch directory for this run. */
+  dir: string;
+  notes: string[];
+  log(message: string): void;
+}
+
+/** StoreUnderTest pairs a running store with its table row. */
+export interface StoreUnderTest {
+  kind: StoreKind;
+  store: BenchStore;
+}
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+
+/** UsageError is a bad command line (exit 64). */
+export class UsageError extends Error {}
+
+/** parsePlan reads the command line; throws UsageError with a one-line reason. */
+export function parsePlan(argv: readonly string[]): BenchPlan {
+  let quick = false;
+  let only: Set<MeasurementName> | undefined;
+  let stores: Set<string> | undefined;
+  let out: string | undefined;
+  for (const arg of argv) {
+    const [flag, value] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (flag === '--quick' && value === undefined) quick = true;
+    else if (flag === '--only' && value) {
+      only = new Set();
+      for (const m of value.split(',')) {
+        if (!(MEASUREMENTS as readonly string[]).includes(m)) throw new UsageError(`bench: --only: unknown measurement "${m}" (known: ${MEASUREMENTS.join(', ')})`);
+        only.add(m as MeasurementName);
+      }
+    } else if (flag === '--stores' && value) stores = new Set(value.split(','));
+    else if (flag === '--out' && value) out = resolve(value);
+    else throw new UsageError(`bench: unknown or incomplete option "${arg}" (usage: npm run bench -- [--quick] [--only=${MEASUREMENTS.join(',')}] [--stores=sqlite,postgres,…] [--out=DIR])`);
+  }
+  const official = !quick && !only && !stores;
+  const base = {
+    mode: quick ? ('quick' as const) : ('full' as const),
+    only: only ?? new Set(MEASUREMENTS),
+    stores,
+    official,
+    outDir: out ?? (official ? join(BENCH_DIR, 'results') : join(BENCH_DIR, 'results', 'scratch')),
+  };
+  if (quick) {
+    return { ...base, rttWrites: 200, handovers: 15, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1 };
+  }
+  return { ...base, rttWrites: 2000, handovers: 200, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3 };
+}

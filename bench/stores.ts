@@ -1,0 +1,138 @@
+/**
+ * The stores the bench measures, as one table: a store added to STORE_KINDS (with a server in
+ * test/harness/servers.ts and a counter in counters.ts) is measured by every measurement and
+ * appears in every report table without further changes. A kind whose URL scheme is not
+ * registered in src/core/store-url.ts is skipped with a note.
+ */
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
+import { parseStoreUrl } from '../src/core/store-url.js';
+import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+
+/** BenchStore is a running store the measurements use. */
+export interface BenchStore {
+  readonly name: string;
+  /** The store URL baton opens. */
+  readonly url: string;
+  /** The server's own endpoint for peers (redis://… for Redis, http://… for etcd). */
+  readonly endpoint?: string;
+  /** "redis 7.0.15" etc. */
+  readonly serverVersion: string;
+  /** Server-side request counters; absent for SQLite (no server: calls are counted in-process). */
+  readonly counter?: ServerCounter;
+  /** A URL for a client the counter can attribute separately (PostgreSQL: its own role). */
+  roleUrl?(role: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** StoreKind is one row of STORE_KINDS. */
+export interface StoreKind {
+  readonly name: string;
+  /** URL scheme, which must be registered in src/core/store-url.ts. */
+  readonly scheme: string;
+  /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
+  readonly notifies: boolean;
+  start(dir: string): Promise<BenchStore>;
+}
+
+/** STORE_KINDS lists every store the bench runs, in report order. */
+export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
+  { name: 'sqlite', scheme: 'sqlite', notifies: true, start: startSqlite },
+  { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
+  { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
+  { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+]);
+
+/** isRegistered tells whether baton can open this kind (its scheme is in SCHEMES). */
+export function isRegistered(kind: StoreKind): boolean {
+  try {
+    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startSqlite(dir: string): Promise<BenchStore> {
+  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string) => {
+    prepare(sql: string): { pluck(): { get(): unknown } };
+    close(): void;
+  };
+  const db = new Sqlite(':memory:');
+  const version = String(db.prepare('SELECT sqlite_version()').pluck().get());
+  db.close();
+  return { name: 'sqlite', url: `sqlite:${join(dir, 'bench.db')}`, serverVersion: `SQLite ${version} (better-sqlite3, WAL, synchronous=FULL)`, stop: async () => {} };
+}
+
+async function startPostgres(): Promise<BenchStore> {
+  const server = await started(new PostgresServer());
+  const counter = await postgresCounter(server.url);
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
+  const roles = new Set<string>();
+  return {
+    name: 'postgres',
+    url: server.url,
+    serverVersion: `PostgreSQL ${version}`,
+    counter,
+    async roleUrl(role) {
+      if (!/^[a-z_]+$/.test(role)) throw new Error(`bench: bad role name ${role}`);
+      // A superuser, so the store's idempotent CREATE … IF NOT EXISTS passes as it would for its owner.
+      if (!roles.has(role)) await admin.query(`CREATE ROLE ${role} SUPERUSER LOGIN`);
+      roles.add(role);
+      const u = new URL(server.url);
+      u.username = role;
+      return u.toString();
+    },
+    async stop() {
+      await counter.close();
+      await admin.end();
+      await server.stop();
+    },
+  };
+}
+
+async function startRedis(): Promise<BenchStore> {
+  const server = await started(new RedisServer());
+  const counter = await redisCounter(server.url);
+  const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+  const probe = new Redis(server.url);
+  const info = await probe.info('server');
+  probe.disconnect();
+  return {
+    name: 'redis',
+    url: server.url,
+    endpoint: server.url,
+    serverVersion: `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'} (appendfsync always)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startEtcd(): Promise<BenchStore> {
+  const server = await started(new EtcdServer());
+  const version = ((await (await fetch(`${server.endpoint}/version`)).json()) as { etcdserver?: string }).etcdserver ?? '?';
+  const counter = await etcdCounter(server.endpoint);
+  return {
+    name: 'etcd',
+    url: server.url,
+    endpoint: server.endpoint,
+    serverVersion: `etcd ${version} (single member)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function started<T extends ManagedServer>(server: T): Promise<T> {
+  await server.start();
+  return server;
+}
