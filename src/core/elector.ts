@@ -393,7 +393,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.armDeadline(l);
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
-    this.schedule(startMs + this.timing.retryPeriodMs - this.clock.monotonicMs());
+    this.scheduleRenewal(startMs);
   }
 
   private armDeadline(l: Leadership): void {
@@ -437,7 +437,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.armDeadline(l);
       this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - startMs });
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      return this.schedule(startMs + this.timing.retryPeriodMs - this.clock.monotonicMs());
+      return this.scheduleRenewal(startMs);
     }
     // The record changed under us. Still ours (someone set the step-down flag)? Adopt it.
     const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
@@ -515,6 +515,20 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         record,
       });
     }
+  }
+
+  /**
+   * scheduleRenewal sets the next renewal on a grid of whole retry periods shared by every
+   * elector in the process (multiples of retryPeriod on the monotonic clock), so leases held
+   * through one store come due in the same turn of the event loop and the batcher renews them
+   * in one round trip. After an acquisition the first renewal may come early (never sooner than
+   * an eighth of a period) or up to an eighth late; from then on it is one period apart.
+   */
+  private scheduleRenewal(startMs: number): void {
+    const period = this.timing.retryPeriodMs;
+    let due = Math.floor((startMs + period) / period) * period;
+    if (due - startMs < period / 8) due += period;
+    this.schedule(due - this.clock.monotonicMs());
   }
 
   /** waitForChange sleeps until `ms` from now, or the next notification, or the next poll. */

@@ -124,7 +124,9 @@ export function electionTests(o: ConformanceOptions, caps: { notify: boolean; se
       const termsSeen: number[] = [];
       const all: LeaderElector[] = [];
       for (let i = 0; i < candidates; i++) {
-        const e = elector(await handles.get(), lock, `cand-${i}`);
+        // Handovers here are graceful (resign), so a longer lease costs no time; it keeps a busy
+        // machine's event-loop delays well inside lease − renewDeadline.
+        const e = elector(await handles.get(), lock, `cand-${i}`, timing(Math.max(3000, o.minLeaseMs ?? 0)));
         all.push(e);
         e.on('elected', (ev: ElectedEvent) => {
           void (async () => {
