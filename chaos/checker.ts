@@ -213,7 +213,8 @@ export function check(
   const gapsOverBound = gaps.filter((g) => g.overBound);
   if (gapsOverBound.length) violations.push(`${gapsOverBound.length} leaderless gap(s) longer than the ${boundMs}ms bound after their fault healed`);
 
-  // 8. Did the faults bite? A clock jump must show in the target's wall samples; a stall must have run.
+  // 8. Did the faults bite? A clock jump must show in the target's wall samples; a stall must
+  //    have run; while the store is broken, no renewal sent after the break may succeed.
   const faultsNotSeen: string[] = [];
   const hostSkew = harness.find((e): e is Extract<HarnessEvent, { ev: 'window' }> => e.ev === 'window' && e.edge === 'start')?.hostSkewMs;
   for (const f of injects) {
@@ -224,6 +225,10 @@ export function check(
       if (!seen) faultsNotSeen.push(`clock fault #${f.id} (${f.variant}) on ${f.target}: no wall-clock sample near the new offset`);
     } else if (f.kind === 'stall') {
       if (!events.some((e) => e.ev === 'stall' && e.t >= f.t - 5 && e.t < f.t + 2000)) faultsNotSeen.push(`stall #${f.id} on ${f.target}: the candidate never logged it`);
+    } else if (f.kind === 'store') {
+      const healed = heals.get(f.id) ?? windowEnd;
+      const through = renewals.filter((r) => r.t - r.rttMs > f.t + STORE_FAULT_SLACK_MS && r.t < healed - STORE_FAULT_SLACK_MS);
+      if (through.length) faultsNotSeen.push(`store fault #${f.id} (${f.variant}): ${through.length} renewal(s) sent after the break succeeded before the heal`);
     }
   }
   if (faultsNotSeen.length) violations.push(`${faultsNotSeen.length} fault(s) did not take effect`);
@@ -275,6 +280,13 @@ function byFault(spans: Span[], injects: { t: number; kind: FaultKind }[]): Part
   }
   return out;
 }
+
+/**
+ * A renewal this close to a store fault's edges proves nothing: just after the break it may
+ * have been served before the fault bit, and a restarted server answers a little before the
+ * harness marks the heal.
+ */
+const STORE_FAULT_SLACK_MS = 250;
 
 function round1(x: number): number {
   return Math.round(x * 10) / 10;

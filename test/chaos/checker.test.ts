@@ -158,3 +158,16 @@ test('checker: a clock fault must show in the target\'s wall-clock samples', () 
   const seen = check(meta, harness, register, candidates);
   assert.deepEqual(seen.faultsNotSeen, []);
 });
+
+test('checker: a store fault that renewals got through did not take effect', () => {
+  const { harness, candidates, register } = cleanRun();
+  harness.push({ ev: 'inject', t: 3000, id: 2, kind: 'store', variant: 'freeze', holdMs: 1500 }, { ev: 'heal', t: 4500, id: 2, kind: 'store' });
+  const bit = check(meta, harness, register, candidates);
+  assert.deepEqual(bit.faultsNotSeen, []);
+  // c1 renewed from 3500 to 3502, in the middle of the outage: the store was not broken.
+  candidates.get('c1.1')!.push({ ev: 'renewed', t: 3502, term: 2, rttMs: 2, deadline: 4100 });
+  const missed = check(meta, harness, register, candidates);
+  assert.equal(missed.faultsNotSeen.length, 1);
+  assert.match(missed.faultsNotSeen[0]!, /store fault #2 \(freeze\)/);
+  assert.equal(missed.ok, false);
+});
