@@ -193,14 +193,15 @@ export function check(
   };
   const boundMs = round1(timing.leaseDurationMs + timing.retryPeriodMs + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
 
-  // 7. Leaderless gaps, each charged to the latest fault injected before it began.
+  // 7. Leaderless gaps. While the store itself is broken nobody can lead, so a gap that a store
+  //    fault overlaps is charged to it and timed from its heal; any other gap is charged to the
+  //    latest fault injected before it began and timed from its start.
   const firstElected = inWindow[0]?.electedAt ?? windowStart;
   const gaps: GapRecord[] = [];
   for (const h of holes(effective, Math.max(windowStart, firstElected), windowEnd)) {
-    const f = [...injects].reverse().find((i) => i.t <= h.start + 1);
-    const healedAt = f ? heals.get(f.id) : undefined;
-    // While the store itself is broken nobody can lead; the bound runs from the heal.
-    const from = f?.kind === 'store' && healedAt !== undefined ? Math.max(h.start, healedAt) : h.start;
+    const storeFault = injects.filter((i) => i.kind === 'store' && i.t < h.end && (heals.get(i.id) ?? windowEnd) > h.start).pop();
+    const f = storeFault ?? [...injects].reverse().find((i) => i.t <= h.start + 1);
+    const from = storeFault ? Math.max(h.start, heals.get(storeFault.id) ?? h.end) : h.start;
     const afterHealMs = round1(Math.max(0, h.end - from));
     gaps.push({
       startMs: rel(h.start),

@@ -133,6 +133,14 @@ test('checker: a leaderless gap over lease + retry + RTT is a violation; a store
   assert.deepEqual(stored.gapsOverBound, []);
   assert.equal(stored.gaps[0]!.ms, 1900);
   assert.equal(stored.gaps[0]!.afterHealMs, 500);
+
+  // A store outage that began during a gap (after the pause) still stops the clock until its heal.
+  harness.splice(2, 2, { ev: 'inject', t: 1050, id: 1, kind: 'pause', variant: 'SIGSTOP', target: 'c0.1', holdMs: 500 }, { ev: 'heal', t: 1550, id: 1, kind: 'pause' });
+  harness.push({ ev: 'inject', t: 1700, id: 2, kind: 'store', variant: 'restart', holdMs: 1200 }, { ev: 'heal', t: 3000, id: 2, kind: 'store' });
+  const overlapped = check(meta, harness, register, candidates);
+  assert.deepEqual(overlapped.gapsOverBound, []);
+  assert.equal(overlapped.gaps[0]!.fault?.kind, 'store');
+  assert.equal(overlapped.gaps[0]!.afterHealMs, 500);
 });
 
 test('checker: a killed process believes nothing after the SIGKILL, however late its exit is heard of', () => {
