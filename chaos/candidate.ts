@@ -92,6 +92,7 @@ elector.on('elected', ({ term }) => {
 });
 elector.on('renewed', ({ term, durationMs }) => emit({ ev: 'renewed', t: monoMs(), term, rttMs: durationMs, deadline: deadline() }));
 elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), wall: Date.now(), term, reason }));
+elector.on('leader', ({ holder, term }) => emit({ ev: 'leader', t: monoMs(), holder, term }));
 elector.on('storeError', (err) => {
   errors++;
   lastError = errorMessage(err);

@@ -20,6 +20,8 @@ export type CandidateEvent =
   /** A successful renewal: its round trip and the new deadline. */
   | { ev: 'renewed'; t: number; term: number; rttMs: number; deadline: number }
   | { ev: 'stopped'; t: number; wall: number; term: number; reason: string }
+  /** The elector saw a different holder or term in the record (null holder: free). */
+  | { ev: 'leader'; t: number; holder: string | null; term: number }
   /** The register refused a write this candidate sent while isLeader() was true. */
   | { ev: 'fenced'; t: number; term: number; newest: number }
   /** Store errors since the last such line (rate-limited). */
