@@ -21,7 +21,7 @@ import type { ResultRow } from '../results.js';
 
 const RETRY_MS = 2000;
 const WAVE = 500;
-const ACQUIRE_TIMEOUT_MS = 150_000;
+const ACQUIRE_TIMEOUT_MS = 90_000;
 
 type Mark = ChildEvent & { cpuMs: number; rssMb: number; heapMb: number; calls: StoreCalls; statements: Record<string, number>; storeErrors: number; lost: number; leading: number; renewals: number };
 
