@@ -6,7 +6,7 @@
  * A missing binary is an error that names the install line — never a silent skip.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 
@@ -17,6 +17,32 @@ process.once('exit', () => {
   for (const s of started) s.killNow();
 });
 import { join } from 'node:path';
+
+/** descendants lists every process below `root`, read from /proc. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(name));
+      children.set(ppid, list);
+    } catch {
+      // exited while we looked
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
 
 /** freePort asks the kernel for a free loopback port. */
 export function freePort(): Promise<number> {
@@ -136,21 +162,28 @@ export abstract class ManagedServer {
     if (this.signalGroup('SIGCONT')) this.paused = false;
   }
 
-  /** signalGroup signals every process of the server (its process group). */
+  /**
+   * signalGroup signals every process of the server: its process group, and every descendant
+   * (PostgreSQL backends call setsid(), so they leave the group).
+   */
   private signalGroup(signal: NodeJS.Signals): boolean {
     const pid = this.child?.pid;
     if (!pid) return false;
+    for (const p of [...descendants(pid), pid]) {
+      try {
+        process.kill(p, signal);
+      } catch {
+        // already gone
+      }
+    }
     try {
       process.kill(-pid, signal);
     } catch {
-      try {
-        process.kill(pid, signal);
-      } catch {
-        return false;
-      }
+      // no such group any more
     }
     return true;
   }
+
 
   /** restart kills the server and starts it again on the same port with the same data. */
   async restart(): Promise<void> {
