@@ -8,7 +8,7 @@ import { percentile } from './stats.js';
 import type { BenchResults, ResultRow } from './results.js';
 
 const WIDTH = 960;
-const LEFT = 190;
+const LEFT = 240;
 const RIGHT = 30;
 const TOP = 56;
 const ROW = 34;
@@ -48,9 +48,7 @@ export function renderHandoverSvg(results: BenchResults): string {
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="12">`);
   parts.push(`<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`);
   parts.push(`<text x="${LEFT}" y="22" font-size="15" font-weight="600" fill="#111">Graceful handover: leader releases → next candidate elected</text>`);
-  parts.push(
-    `<text x="${LEFT}" y="40" fill="#555">log scale · dots: samples · box: p25–p75 · bar: median · tick: p99 · blue: baton · orange: peers · grey dashed: computed, not measured</text>`,
-  );
+  parts.push(`<text x="${LEFT}" y="40" fill="#555">log scale · dots: samples · box: p25–p75 · bar: median · tick: p99 · blue: baton · orange: peers · grey: computed</text>`);
   const bottom = TOP + rows.length * ROW;
   for (let decade = MIN_MS; decade <= MAX_MS; decade *= 10) {
     for (const m of [1, 2, 5]) {
@@ -58,7 +56,7 @@ export function renderHandoverSvg(results: BenchResults): string {
       if (ms > MAX_MS) break;
       const major = m === 1;
       parts.push(`<line x1="${x(ms).toFixed(1)}" y1="${TOP - 6}" x2="${x(ms).toFixed(1)}" y2="${bottom}" stroke="${major ? '#d0d0d0' : '#eeeeee'}"/>`);
-      if (major || m === 5) parts.push(`<text x="${x(ms).toFixed(1)}" y="${bottom + 16}" text-anchor="middle" fill="#555">${label(Math.round(ms * 10) / 10)}</text>`);
+      if (major) parts.push(`<text x="${x(ms).toFixed(1)}" y="${bottom + 16}" text-anchor="middle" fill="#555">${label(Math.round(ms * 10) / 10)}</text>`);
     }
   }
   rows.forEach((row, i) => {

@@ -38,6 +38,7 @@ export function renderMarkdown(r: BenchResults): string {
     '',
   );
   if (m.mode === 'quick') out.push('> **Quick run**: reduced sample counts and windows — a smoke check, not figures to quote.', '');
+  out.push('Why baton misses the targets it misses, and what would fix each, is in [docs/PERFORMANCE.md](../../docs/PERFORMANCE.md).', '');
 
   out.push('## Machine', '');
   out.push(
@@ -136,13 +137,16 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('One child process, one store handle, N electors on N locks, default timing (each lease renews every 2 s). A renew cycle is the time in which every lease renews once.', '');
     out.push(
       table(
-        ['Store', 'Leases', 'Round trips / cycle', 'Leases per round trip', 'Server requests / cycle', 'CPU % of a core', 'RSS MB', 'All acquired in ms'],
+        ['Store', 'Leases', 'Held at the end', 'Round trips / cycle', 'Leases per round trip', 'Server requests / cycle', 'CPU % of a core', 'RSS MB', 'Acquired in ms'],
         scale.map((s) => {
           const b = s.system;
+          // No renewal completed in the window: the figures are per 2 s renew interval instead.
+          const stalled = s.detail?.renewCycles === 0 ? ' (per 2 s: no renewal succeeded)' : '';
           return [
             s.store,
             (s.leases ?? 0).toLocaleString('en-US'),
-            n(s.value),
+            (s.detail?.leadingAtEnd as number | undefined)?.toLocaleString('en-US') ?? '–',
+            n(s.value) + stalled,
             n(s.detail?.renewalsPerBatch as number | undefined, 1),
             n(find(b, 'leader_server_requests_per_renew', s.leases)?.value, 1),
             n(find(b, 'cpu_percent', s.leases)?.value),
@@ -152,7 +156,7 @@ export function renderMarkdown(r: BenchResults): string {
         }),
       ),
       '',
-      'RSS includes Node and tsx (the child runs the TypeScript sources): the 1-lease row is the baseline.',
+      'Electors start 500 at a time (each wave elected before the next), for at most 90 s. RSS includes Node and tsx (the child runs the TypeScript sources): the 1-lease row is the baseline.',
       '',
     );
   }
@@ -179,11 +183,17 @@ export function renderMarkdown(r: BenchResults): string {
   );
 
   out.push('## How each figure was taken', '');
-  const methods = new Map<string, string>();
-  for (const row of rows) if (row.method && !methods.has(`${row.metric}|${row.system.startsWith('baton-') ? 'baton' : row.system}`)) methods.set(`${row.metric}|${row.system.startsWith('baton-') ? 'baton' : row.system}`, row.method);
-  for (const [key, method] of methods) {
-    const [metric, who] = key.split('|');
-    out.push(`- \`${metric}\` (${who}): ${method}`);
+  // Systems that took a metric the same way share a line.
+  const methods = new Map<string, { metric: string; method: string; systems: string[] }>();
+  for (const row of rows) {
+    if (!row.method) continue;
+    const key = `${row.metric}|${row.method}`;
+    const entry = methods.get(key) ?? { metric: row.metric, method: row.method, systems: [] };
+    if (!entry.systems.includes(row.system)) entry.systems.push(row.system);
+    methods.set(key, entry);
+  }
+  for (const { metric, method, systems } of [...methods.values()].sort((a, b) => a.metric.localeCompare(b.metric))) {
+    out.push(`- \`${metric}\` (${systems.join(', ')}): ${method}`);
   }
   out.push('');
   if (m.notes.length) {

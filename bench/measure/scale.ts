@@ -78,7 +78,7 @@ async function scaleOne(ctx: BenchContext, s: StoreUnderTest, leases: number): P
         metric: 'leader_round_trips_per_renew',
         unit: 'round trips per renew cycle',
         value: round(roundTrips / intervals, 2),
-        method: 'calls into the store (writes + renewMany + reads, counted by a wrapper in the child) per renew cycle (renewals in the window ÷ leases)',
+        method: 'calls into the store (writes + renewMany + reads, counted by a wrapper in the child) per renew cycle (renewals in the window ÷ leases; per 2 s when no renewal succeeded)',
         detail: { ...detail, renewalsPerBatch: calls.renewMany ? round(calls.renewItems / calls.renewMany, 1) : undefined },
       },
       {
