@@ -331,8 +331,15 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       } else if (record.holder === null || this.isOrphanOfOurs(record)) {
         expected = record.revision;
       } else if (this.store.capabilities.serverExpiry) {
-        // The server removes an expired record; a live one is never taken over.
-        return this.waitForChange(this.observed!.atMs + record.leaseDurationMs + this.timing.retryPeriodMs - now);
+        // The server removes an expired record; a live one is never taken over. Renewals there
+        // may keep the revision (etcd keepalives), so once the record outlives the wait, count
+        // the next look from now — never re-read in a loop.
+        let waitMs = this.observed!.atMs + record.leaseDurationMs + this.timing.retryPeriodMs - now;
+        if (waitMs <= 0) {
+          this.observed!.atMs = now;
+          waitMs = record.leaseDurationMs + this.timing.retryPeriodMs;
+        }
+        return this.waitForChange(waitMs);
       } else {
         const expiresAt = this.observed!.atMs + record.leaseDurationMs;
         if (now < expiresAt) return this.waitForChange(expiresAt - now);
