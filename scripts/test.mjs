@@ -31,4 +31,5 @@ const run = spawnSync(
   ['--import', 'tsx', '--test', `--test-concurrency=${process.env.BATON_TEST_CONCURRENCY ?? 2}`, ...files],
   { stdio: 'inherit', cwd: root },
 );
+if (run.status === null) console.error(`test runner ended by ${run.signal ?? 'an unknown cause'}${run.error ? `: ${run.error.message}` : ''}`);
 process.exit(run.status ?? 1);

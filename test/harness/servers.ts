@@ -168,7 +168,8 @@ export abstract class ManagedServer {
    */
   private signalGroup(signal: NodeJS.Signals): boolean {
     const pid = this.child?.pid;
-    if (!pid) return false;
+    // A server that has exited may have its pid reused by an unrelated process: never signal it.
+    if (!pid || this.child!.exitCode !== null || this.child!.signalCode !== null) return false;
     for (const p of [...descendants(pid), pid]) {
       try {
         process.kill(p, signal);
