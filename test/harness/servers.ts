@@ -120,9 +120,9 @@ export abstract class ManagedServer {
     const { bin, args, uid, gid, env } = this.command();
     this.log = '';
     // Its own process group, so pause/kill reach every process of the server (postgres forks a
-    // backend per connection).
+    // backend per connection). Not unref'd: `await kill()` waits for its 'exit', and an unref'd
+    // child would let Node exit mid-wait (code 13), failing the test file after its tests passed.
     this.child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], uid, gid, env: { ...process.env, ...env }, cwd: this.dir, detached: true });
-    this.child.unref();
     const keep = (b: Buffer) => {
       this.log = (this.log + b.toString()).slice(-20_000);
     };
@@ -148,8 +148,11 @@ export abstract class ManagedServer {
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     if (this.paused) this.resume();
     const exited = new Promise((r) => c.once('exit', r));
+    const others = c.pid ? descendants(c.pid) : [];
     this.signalGroup('SIGKILL');
     await exited;
+    // Backends that left the group die a moment later; a restart must not find them alive.
+    for (let i = 0; i < 100 && others.some((p) => existsSync(`/proc/${p}`)); i++) await new Promise((r) => setTimeout(r, 50));
   }
 
   /** pause freezes the server (SIGSTOP): connections stay open, nothing answers. */
