@@ -93,7 +93,8 @@ type State = 'idle' | 'running' | 'stopped';
  *    count the lease expired before start + leaseDuration > start + renewDeadline: the leader
  *    has stopped (signal aborted, `stopped` emitted) before anyone else can acquire.
  * 4. Standbys on notifying stores sleep until the observed expiry and are woken by changes;
- *    on other stores they poll every retryPeriod with jitter.
+ *    on other stores, and while a store's change feed is down, they poll every retryPeriod
+ *    with jitter.
  *
  * Events: `elected` {term, signal}, `stopped` {term, reason} (always after `elected`),
  * `leader` {holder, term, isSelf} for every change seen (standbys too), `renewed`, and
@@ -540,7 +541,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** waitForChange sleeps until `ms` from now, or the next notification, or the next poll. */
   private waitForChange(ms: number): void {
-    const notifying = this.store.capabilities.notify && !!this.unwatch;
+    // A feed that is down hears nothing: poll as on a store without notify until it is back.
+    const notifying = this.store.capabilities.notify && !!this.unwatch && this.store.watchLive !== false;
     this.schedule(notifying ? ms : Math.min(ms, this.jittered()));
   }
 

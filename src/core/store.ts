@@ -154,6 +154,14 @@ export interface LeaseStore {
   renewMany?(requests: readonly RenewRequest[]): Promise<WriteResult[]>;
   /** Watches one lock; present when `capabilities.notify`. Returns an unsubscribe function. */
   watch?(lock: string, listener: WatchListener): () => void;
+  /**
+   * watchLive tells whether `watch` hears changes right now. A store whose change feed can drop
+   * (a LISTEN session, a subscriber connection) reports false while it reconnects, and calls
+   * its listeners once with `undefined` when the feed goes down, so a standby sleeping until an
+   * expiry wakes up; the elector then polls every retry period until the feed is back. Absent
+   * means always live.
+   */
+  readonly watchLive?: boolean;
   /** Lists all records; present when `capabilities.list`. */
   list?(): Promise<LeaseRecord[]>;
   /** Durable entries for job ledgers; present when `capabilities.ledger`. */

@@ -36,11 +36,30 @@ class ControlledStore implements LeaseStore {
   readonly calls: { op: 'read' | 'write'; atMs: number; action: Action['kind']; next?: LeaseWrite }[] = [];
   private readonly hung = new Set<(err: Error) => void>();
   readonly watch?: (lock: string, listener: WatchListener) => () => void;
+  /** LeaseStore.watchLive: see feedDown(). */
+  watchLive = true;
+  private readonly listeners = new Set<WatchListener>();
 
   constructor(readonly inner: MemoryStore, private readonly clock: Clock, options: { notify?: boolean } = {}) {
     const notify = options.notify ?? true;
     this.capabilities = { ...inner.capabilities, batchRenew: false, notify };
-    if (notify) this.watch = (lock, listener) => inner.watch(lock, (r) => this.hearing && listener(r));
+    if (notify) {
+      this.watch = (lock, listener) => {
+        this.listeners.add(listener);
+        const off = inner.watch(lock, (r) => this.hearing && listener(r));
+        return () => {
+          this.listeners.delete(listener);
+          off();
+        };
+      };
+    }
+  }
+
+  /** feedDown: the change feed drops, as a real store reports it (watchLive false, one wake-up). */
+  feedDown(): void {
+    this.hearing = false;
+    this.watchLive = false;
+    for (const listener of this.listeners) listener(undefined);
   }
 
   /** mode sets one fate for every call. */
@@ -170,6 +189,32 @@ describe('step-down at the deadline', () => {
     assert.equal(stopped.atMs, lastRenewal + TIMING.renewDeadlineMs);
     assert.equal(elected.atMs, lastRenewal + TIMING.leaseDurationMs, 'the standby counts the lease from when it saw the last renewal');
     assert.equal(elected.term, 2);
+    await w.stopAll([a.elector, b.elector]);
+  });
+
+  test('a standby whose change feed is down polls every retry period, so a dead leader is replaced within lease + retry', async () => {
+    const w = new World();
+    const a = w.candidate('a');
+    const b = w.candidate('b');
+    a.elector.start();
+    await w.clock.advance(0);
+    b.elector.start();
+    await w.clock.advance(5000);
+    const readsLive = b.store.calls.filter((c) => c.op === 'read').length;
+    assert.ok(readsLive <= 2, `a notified standby does not poll (${readsLive} reads in 5 s)`);
+    b.store.feedDown();
+    await w.clock.advance(5000);
+    const readsDown = b.store.calls.filter((c) => c.op === 'read').length - readsLive;
+    const maxGap = TIMING.retryPeriodMs * (1 + TIMING.jitterFactor);
+    assert.ok(readsDown >= Math.floor(5000 / maxGap), `a standby whose feed is down polls (${readsDown} reads in 5 s)`);
+    const lastRenewal = a.elector.leadershipWindow()!.renewStartMs;
+    a.store.mode = 'hang'; // the leader's renewals never land: it steps down at its deadline
+    await w.clock.advance(3000);
+    const elected = w.at('b', 'elected')!;
+    assert.ok(elected, 'b took over');
+    assert.ok(w.at('a', 'stopped')!.atMs < elected.atMs, 'the old leader stopped first');
+    assert.ok(elected.atMs <= lastRenewal + TIMING.leaseDurationMs + maxGap, `b elected ${elected.atMs - lastRenewal}ms after the last renewal (bound ${TIMING.leaseDurationMs + maxGap}ms)`);
+    a.store.unhang();
     await w.stopAll([a.elector, b.elector]);
   });
 

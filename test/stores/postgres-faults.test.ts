@@ -50,6 +50,26 @@ const wholeServer: Pausable = {
 };
 
 describe('postgres faults', () => {
+  it('LISTEN session cut: watchers are woken and watchLive is false until LISTEN is back, then they are woken again', async () => {
+    const store = new PostgresStore({ connectionString: `${server.url}?application_name=feedcut&heartbeat=500ms` });
+    const admin = new pg.Client({ connectionString: `${server.url}?application_name=baton_admin` });
+    admin.on('error', () => {});
+    await admin.connect();
+    try {
+      const heard: { record: unknown; live: boolean }[] = [];
+      const stop = store.watch('feedcut', (record) => heard.push({ record, live: store.watchLive }));
+      await waitFor(() => store.watchLive, 5_000, 'LISTEN in place');
+      const { rows } = await admin.query(`SELECT count(pg_terminate_backend(pid))::int AS cut FROM pg_stat_activity WHERE application_name = 'feedcut'`);
+      assert.ok(rows[0].cut >= 1, 'the LISTEN session was cut');
+      await waitFor(() => heard.some((h) => h.record === undefined && !h.live), 5_000, 'a wake-up while the feed is down');
+      await waitFor(() => store.watchLive && heard.some((h) => h.record === undefined && h.live), 5_000, 'a wake-up once LISTEN is back');
+      stop();
+    } finally {
+      await admin.end().catch(() => {});
+      await store.close();
+    }
+  });
+
   it('server killed while a leader holds: it steps down by its deadline; after a restart a leader is elected again', async () => {
     await h.killAndRestart(await h.candidates('kill'), server);
   });

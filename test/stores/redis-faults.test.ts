@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { RedisStore } from '../../src/stores/redis/index.js';
+import { waitFor } from '../../src/testing/conformance/context.js';
 import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
 import { RedisServer } from '../harness/servers.js';
 
@@ -23,6 +24,25 @@ const h = new FaultHarness('redis', () => new RedisStore({ url: server.url }));
 afterEach(() => h.cleanup());
 
 describe('redis faults', () => {
+  it('subscriber connection killed: watchers are woken and watchLive is false until it is subscribed again, then they are woken again', async () => {
+    const store = new RedisStore({ url: server.url });
+    const admin = new Redis({ host: '127.0.0.1', port: server.port });
+    admin.on('error', () => {});
+    try {
+      const heard: { record: unknown; live: boolean }[] = [];
+      const stop = store.watch('feedcut', (record) => heard.push({ record, live: store.watchLive }));
+      await waitFor(() => store.watchLive, 5_000, 'subscribed');
+      const killed = Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'));
+      assert.ok(killed >= 1, 'the subscriber connection was killed');
+      await waitFor(() => heard.some((h) => h.record === undefined && !h.live), 5_000, 'a wake-up while the feed is down');
+      await waitFor(() => store.watchLive && heard.some((h) => h.record === undefined && h.live), 5_000, 'a wake-up once subscribed again');
+      stop();
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  });
+
   it('server killed while a leader holds: it steps down by its deadline; after a restart a leader is elected again', async () => {
     await h.killAndRestart(await h.candidates('kill'), server, 15_000);
   });

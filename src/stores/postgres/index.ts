@@ -174,6 +174,11 @@ export class PostgresStore implements LeaseStore {
     return this.feed?.listening ?? false;
   }
 
+  /** watchLive: false while the LISTEN session is (re)connecting; see LeaseStore.watchLive. */
+  get watchLive(): boolean {
+    return this.listening;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -275,6 +280,7 @@ export class PostgresStore implements LeaseStore {
       queryTimeoutMs: this.tuning.queryTimeoutMs,
       onPayload: (payload) => this.onPayload(payload),
       onResubscribed: () => this.watchers.readAgain(),
+      onLost: () => this.watchers.readAgain(),
       onError: (err) => this.onError(err instanceof BatonError ? err : unavailable(err, this.conn.where)),
     });
     this.feed = feed;

@@ -5,8 +5,8 @@
  * pool (and cannot go through a transaction-mode pooler). The session can die quietly — a
  * killed server, a cut connection, a frozen server whose socket stays open — so it is probed
  * every heartbeat; when it fails, it is replaced with backoff and LISTEN is sent again. Changes
- * made while nobody listened are lost, so after a re-LISTEN `onResubscribed` tells the store
- * to have every watcher read afresh.
+ * made while nobody listened are lost: `onLost` tells the store to wake its watchers (who poll
+ * until the feed is back), and after a re-LISTEN `onResubscribed` has them read afresh.
  */
 import type { Notification } from 'pg';
 
@@ -42,6 +42,8 @@ export interface ChangeFeedOptions {
   onPayload(payload: string): void;
   /** LISTEN is in place again after a gap: anything may have changed meanwhile. */
   onResubscribed(): void;
+  /** LISTEN was in place and is not any more: watchers must poll until it is back. */
+  onLost(): void;
   /** A failure of the LISTEN session (reported, never thrown). */
   onError(err: unknown): void;
 }
@@ -85,11 +87,13 @@ export class ChangeFeed {
       } catch (err) {
         if (!this.stopped) this.o.onError(err);
       }
+      const wasListening = this.listeningNow;
       this.listeningNow = false;
       this.session?.close();
       this.session = undefined;
       if (this.stopped) return;
       this.gap = true;
+      if (wasListening) this.o.onLost();
       await this.sleep(retryMs);
       retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
     }

@@ -147,6 +147,11 @@ export class RedisStore implements LeaseStore {
     return this;
   }
 
+  /** watchLive: false while the subscriber connection is down; see LeaseStore.watchLive. */
+  get watchLive(): boolean {
+    return this.watcher.live;
+  }
+
   /** expiryEvents tells whether watchers hear of expiries from the server (known once watching). */
   get expiryEvents(): ExpiryEvents {
     return this.watcher.expiryEvents;

@@ -29,14 +29,16 @@ export interface WatcherDeps {
  *   them standbys wake at the expiry they computed themselves (the elector schedules that
  *   re-read for stores with server expiry).
  *
- * After a reconnect every channel is subscribed again and then every listener is called with
- * `undefined`: anything may have happened while we were deaf, so each re-reads its record.
+ * When the connection drops every listener is called with `undefined` and `live` turns false
+ * (standbys poll meanwhile); after the reconnect every channel is subscribed again and every
+ * listener is called with `undefined` once more: anything may have happened while we were deaf.
  */
 export class RedisWatcher {
   private sub?: Redis;
   private readonly listeners = new Map<string, Set<WatchListener>>();
   private readonly locksByChannel = new Map<string, string>();
   private everReady = false;
+  private subscribed = false;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   /** What the last check of `notify-keyspace-events` found. */
@@ -63,6 +65,11 @@ export class RedisWatcher {
       active = false;
       this.unwatch(lock, listener);
     };
+  }
+
+  /** live tells whether the subscriber connection is up and subscribed (LeaseStore.watchLive). */
+  get live(): boolean {
+    return this.subscribed && !this.closed;
   }
 
   /** Number of locks being watched (for tests and diagnostics). */
@@ -99,6 +106,12 @@ export class RedisWatcher {
       this.lastError = err;
     });
     sub.on('ready', () => void this.onReady(sub));
+    // Deaf until the next 'ready' has subscribed again: wake every listener so standbys poll.
+    sub.on('close', () => {
+      if (!this.subscribed || sub !== this.sub) return;
+      this.subscribed = false;
+      for (const lock of [...this.listeners.keys()]) this.deliver(lock, undefined);
+    });
     sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
     this.sub = sub;
     return sub;
@@ -125,6 +138,7 @@ export class RedisWatcher {
       return;
     }
     this.everReady = true;
+    this.subscribed = true;
     if (reconnected) for (const lock of [...this.listeners.keys()]) this.deliver(lock, undefined);
   }
 
