@@ -59,6 +59,8 @@ export class ChangeFeed {
   /** True once a session was lost or could not be opened: the next LISTEN follows a gap. */
   private gap = false;
   private listeningNow = false;
+  /** When the session last delivered a notification (performance.now()). */
+  private lastHeardMs = -Infinity;
 
   constructor(private readonly o: ChangeFeedOptions) {}
 
@@ -109,6 +111,7 @@ export class ChangeFeed {
     const failure = new Promise<void>((_, reject) => (lost = reject));
     failure.catch(() => {}); // observed below; never an unhandled rejection
     const onNotification = (msg: Notification) => {
+      this.lastHeardMs = performance.now();
       if (msg.channel === this.o.channel() && msg.payload !== undefined) this.o.onPayload(msg.payload);
     };
     const onError = (err: Error) => lost(err);
@@ -128,6 +131,9 @@ export class ChangeFeed {
       while (!this.stopped) {
         await Promise.race([this.sleep(this.o.heartbeatMs), failure]);
         if (this.stopped) return;
+        // A notification within the last heartbeat already proved the session alive (a leader
+        // notifies on every renewal): probe only a session that has gone quiet.
+        if (performance.now() - this.lastHeardMs < this.o.heartbeatMs) continue;
         // A frozen server keeps the socket open and simply never answers: only a probe tells.
         await Promise.race([client.query({ text: 'SELECT 1', query_timeout: this.o.queryTimeoutMs }), failure]);
       }
