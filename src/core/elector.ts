@@ -168,19 +168,28 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const wasRunning = this.state === 'running';
     this.state = 'stopped';
     this.clearWake();
-    this.unwatch?.();
+    // Unwatch only after the release is sent: unsubscribing costs a round trip on some stores
+    // and would delay the handover; notifications meanwhile are ignored (state is 'stopped').
+    let unwatch = this.unwatch;
     this.unwatch = undefined;
-    const l = this.leadership;
-    if (l) this.stepDown('stopped');
-    if (!wasRunning) return;
-    // Neither a store call in flight nor the release may hold stop() longer than a renew
-    // deadline each: leadership already ended above, whatever the store does.
-    const bound = this.timing.renewDeadlineMs;
-    if (this.running) await withDeadline(this.running, bound, this.clock).catch(() => {});
-    const toRelease = this.pendingRelease ?? (l && this.releaseOnStop ? l.record : undefined);
-    this.pendingRelease = undefined;
-    if (toRelease && this.releaseOnStop) {
-      await withDeadline(this.release(toRelease), bound, this.clock).catch((err) => this.reportError(err));
+    try {
+      const l = this.leadership;
+      if (l) this.stepDown('stopped');
+      if (!wasRunning) return;
+      // Neither a store call in flight nor the release may hold stop() longer than a renew
+      // deadline each: leadership already ended above, whatever the store does.
+      const bound = this.timing.renewDeadlineMs;
+      if (this.running) await withDeadline(this.running, bound, this.clock).catch(() => {});
+      const toRelease = this.pendingRelease ?? (l && this.releaseOnStop ? l.record : undefined);
+      this.pendingRelease = undefined;
+      if (toRelease && this.releaseOnStop) {
+        const released = this.release(toRelease);
+        unwatch?.();
+        unwatch = undefined;
+        await withDeadline(released, bound, this.clock).catch((err) => this.reportError(err));
+      }
+    } finally {
+      unwatch?.();
     }
   }
 
