@@ -149,6 +149,12 @@ test('three instances, leader SIGKILLed twice: every slot at most once, ledger =
   const cron = JSON.parse(json.stdout).cron as { lock: string; slots: Array<{ status: string; term: number }> };
   assert.equal(cron.lock, 'every-second');
   assert.ok(cron.slots.length >= 5 && cron.slots.some((x) => x.status === 'ok' && x.term === term3));
+  // Without --lock: the array of every lock carries the cron slots on that lock's object.
+  const all = JSON.parse((await runCli(['status', '--json'], { env: s.env })).stdout) as Array<{ lock: string; cron?: { lock: string; slots: unknown[] } }>;
+  const row = all.find((r) => r.lock === 'every-second');
+  assert.ok(row, 'the cron lock is listed');
+  assert.equal(row.cron?.lock, 'every-second');
+  assert.ok((row.cron?.slots.length ?? 0) >= 5, 'its slots are there');
 
   const results = await s.stopAll();
   for (const r of results) assert.equal(r.code, 0, `a graceful stop exits 0: ${r.stderr}`);

@@ -79,6 +79,7 @@ const cronSection: StatusSection = async (store, lock, json) => {
   if (statuses.length === 0) return undefined;
   return {
     json: { cron: lock ? statuses[0] : statuses },
+    byLock: new Map(statuses.map((s) => [s.lock, { cron: s }])),
     text: json ? undefined : statuses.map((s) => formatCronStatus(s)).join('\n'),
   };
 };

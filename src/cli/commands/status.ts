@@ -41,8 +41,16 @@ export function toStatus(r: LeaseRecord, nowWallMs = Date.now(), serverExpiry = 
   };
 }
 
-/** Extra sections other features append to `baton status` (e.g. cron slots). */
-export type StatusSection = (store: LeaseStore, lock: string | undefined, json: boolean) => Promise<{ text?: string; json?: Record<string, unknown> } | undefined>;
+/**
+ * StatusSection: an extra section other features append to `baton status` (e.g. cron slots).
+ * `json` is merged into the object printed with --lock; `byLock` into each lock's object of the
+ * array printed without --lock (a lock with no lease record gets a row of its own).
+ */
+export type StatusSection = (
+  store: LeaseStore,
+  lock: string | undefined,
+  json: boolean,
+) => Promise<{ text?: string; json?: Record<string, unknown>; byLock?: Map<string, Record<string, unknown>> } | undefined>;
 export const statusSections: StatusSection[] = [];
 
 /** register adds `baton status`. */
@@ -54,7 +62,7 @@ export function register(program: Command): void {
   withStoreOption(cmd);
   withLockOption(cmd, false);
   cmd
-    .option('--json', 'print JSON: one object with --lock, else an array')
+    .option('--json', 'print JSON: one object with --lock, else an array with one object per lock')
     .option('--watch', 'redraw as things change')
     .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean }) => {
       const lock = opts.lock !== undefined ? validateLockName(opts.lock, '--lock') : undefined;
@@ -87,7 +95,15 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
       for (const e of extras) Object.assign(one, e.json);
       return `${JSON.stringify(one)}\n`;
     }
-    return `${JSON.stringify(rows)}\n`;
+    const all: Record<string, unknown>[] = rows.map((r) => ({ ...r }));
+    for (const e of extras) {
+      for (const [name, extra] of e.byLock ?? []) {
+        let row = all.find((r) => r.lock === name);
+        if (!row) all.push((row = { ...emptyStatus(name) }));
+        Object.assign(row, extra);
+      }
+    }
+    return `${JSON.stringify(all)}\n`;
   }
   const lines = [`store: ${label}`];
   if (rows.length === 0) lines.push(lock ? `${lock}: never held` : 'no locks');
