@@ -35,9 +35,6 @@ try {
 }
 
 const started = performance.now();
-// The harness unrefs its server processes, so while a server is being stopped nothing else may be
-// keeping the event loop alive: without this, Node would exit mid-await (code 13) before writing.
-const keepAlive = setInterval(() => {}, 60_000);
 const machine = machineRecord(plan.mode);
 const dir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
 const ctx: BenchContext = {
@@ -113,5 +110,4 @@ machine.loadAverageAtEnd = loadavg().map((x) => Math.round(x * 100) / 100);
 machine.durationS = Math.round((performance.now() - started) / 1000);
 const written = writeOutputs(plan, { machine, results: ctx.results.rows });
 ctx.log(`\nwrote ${written.join(', ')} in ${machine.durationS}s${failures ? ` — ${failures} step(s) failed` : ''}`);
-clearInterval(keepAlive);
 process.exit(failures ? 1 : 0);

@@ -183,9 +183,6 @@ async function runCleanups(): Promise<void> {
 }
 
 async function main(): Promise<number> {
-  // Servers from test/harness are unref'd child processes: while we await one's exit with
-  // nothing else pending, Node would otherwise end the process early with status 0.
-  setInterval(() => {}, 60_000);
   let o: ChaosOptions;
   try {
     o = parseChaosArgs(process.argv.slice(2));
