@@ -73,6 +73,8 @@ interface Leadership {
   /** Monotonic time at which the last successful write was sent. */
   renewStartMs: number;
   deadlineTimer?: TimerHandle;
+  /** Rejects the renewal in flight (set while one is). */
+  cancelRenewal?: (err: Error) => void;
   readonly controller: AbortController;
 }
 
@@ -413,16 +415,24 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.scheduleRenewal(startMs);
   }
 
+  /**
+   * armDeadline keeps one timer per leadership at its renew deadline. A renewal only ever moves
+   * the deadline later, so the timer is not replaced on every renewal (10,000 leases would churn
+   * 10,000 timers per period): when it fires before the current deadline it re-arms for the rest.
+   * It also ends a renewal still waiting on the store, which must not hold the elector past it.
+   */
   private armDeadline(l: Leadership): void {
-    if (l.deadlineTimer) this.clock.clearTimer(l.deadlineTimer);
+    if (l.deadlineTimer) return;
     const remaining = l.renewStartMs + this.timing.renewDeadlineMs - this.clock.monotonicMs();
     l.deadlineTimer = this.clock.setTimer(() => {
-      if (this.leadership === l) {
-        this.stepDown('renew-deadline');
-        // Best effort: if our record is still there, free it so a standby need not wait it out.
-        this.pendingRelease = l.record;
-        this.kick();
-      }
+      l.deadlineTimer = undefined;
+      if (this.leadership !== l) return;
+      if (this.clock.monotonicMs() < l.renewStartMs + this.timing.renewDeadlineMs) return this.armDeadline(l);
+      l.cancelRenewal?.(new StoreUnavailableError(`elector: store did not answer within the renew deadline (${this.timing.renewDeadlineMs}ms)`));
+      this.stepDown('renew-deadline');
+      // Best effort: if our record is still there, free it so a standby need not wait it out.
+      this.pendingRelease = l.record;
+      this.kick();
     }, remaining);
   }
 
@@ -432,11 +442,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const startMs = this.clock.monotonicMs();
     let result: WriteResult;
     try {
-      result = await withDeadline(
-        batcherFor(this.store).renew({ lock: this.lock, expected: l.record.revision, next: renewal(l.record, this.clock.wallMs()) }),
-        l.renewStartMs + this.timing.renewDeadlineMs - startMs,
-        this.clock,
-      );
+      // No timer of its own: the leadership's deadline timer ends a renewal that waits too long.
+      result = await new Promise<WriteResult>((resolve, reject) => {
+        l.cancelRenewal = reject;
+        batcherFor(this.store).renew({ lock: this.lock, expected: l.record.revision, next: renewal(l.record, this.clock.wallMs()) }).then(resolve, reject);
+      });
     } catch (err) {
       if (this.leadership !== l) return;
       this.reportError(err);
