@@ -125,6 +125,16 @@ class World {
     return { elector, store, identity };
   }
 
+  /** leaderAndStandby starts `a`, lets it be elected, then starts `b` as its standby. */
+  async leaderAndStandby() {
+    const a = this.candidate('a');
+    const b = this.candidate('b');
+    a.elector.start();
+    await this.clock.advance(0);
+    b.elector.start();
+    return { a, b };
+  }
+
   at(who: string, event: 'elected' | 'stopped', nth = 0) {
     return this.log.filter((l) => l.who === who && l.event === event)[nth];
   }
@@ -174,11 +184,7 @@ describe('step-down at the deadline', () => {
 
   test('a partitioned leader stops before a standby on the same clock is elected, at exactly the lease', async () => {
     const w = new World();
-    const a = w.candidate('a');
-    const b = w.candidate('b');
-    a.elector.start();
-    await w.clock.advance(0);
-    b.elector.start();
+    const { a, b } = await w.leaderAndStandby();
     await w.clock.advance(650);
     const lastRenewal = a.elector.leadershipWindow()!.renewStartMs; // 600
     a.store.mode = 'fail';
@@ -194,11 +200,7 @@ describe('step-down at the deadline', () => {
 
   test('a standby whose change feed is down polls every retry period, so a dead leader is replaced within lease + retry', async () => {
     const w = new World();
-    const a = w.candidate('a');
-    const b = w.candidate('b');
-    a.elector.start();
-    await w.clock.advance(0);
-    b.elector.start();
+    const { a, b } = await w.leaderAndStandby();
     await w.clock.advance(5000);
     const readsLive = b.store.calls.filter((c) => c.op === 'read').length;
     assert.ok(readsLive <= 2, `a notified standby does not poll (${readsLive} reads in 5 s)`);
