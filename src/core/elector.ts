@@ -147,7 +147,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // `instance` tells this elector's own records from those of an earlier process that used
     // the same identity (see campaign()).
     this.instance = randomBytes(6).toString('hex');
-    this.metadata = processMetadata({ ...options.metadata, instance: this.instance });
+    // Frozen: it goes into every record this elector writes, and stores may cache its encoding.
+    this.metadata = Object.freeze(processMetadata({ ...options.metadata, instance: this.instance }));
   }
 
   /** start begins campaigning. Resolves at once; listen for `elected`. */

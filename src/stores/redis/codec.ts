@@ -1,3 +1,4 @@
+import { metadataJson } from '../../core/metadata-json.js';
 import type { HolderMetadata, LeaseRecord, LeaseWrite, WriteResult } from '../../core/store.js';
 
 /** The lease hash's fields, in the order the scripts and HMGET use. */
@@ -17,14 +18,17 @@ interface LeaseData {
 
 /** encodeData is the `data` field written for `next`. */
 export function encodeData(next: LeaseWrite): string {
-  const data: LeaseData = {
-    leaseDurationMs: next.leaseDurationMs,
-    acquiredAt: Math.round(next.acquiredAt),
-    renewedAt: Math.round(next.renewedAt),
-    transitions: next.transitions,
-    metadata: next.metadata ?? {},
-  };
-  return JSON.stringify(data);
+  // Built by hand around the cached metadata JSON (a renewal's metadata never changes); the
+  // same text as JSON.stringify of a LeaseData, non-finite numbers included (null).
+  return (
+    `{"leaseDurationMs":${num(next.leaseDurationMs)},"acquiredAt":${num(Math.round(next.acquiredAt))},` +
+    `"renewedAt":${num(Math.round(next.renewedAt))},"transitions":${num(next.transitions)},"metadata":${metadataJson(next.metadata)}}`
+  );
+}
+
+/** num writes a number as JSON.stringify would. */
+function num(x: number): string {
+  return Number.isFinite(x) ? String(x) : 'null';
 }
 
 /** decodeLease turns stored strings into a record; a free record when `holder` is null. */
@@ -59,7 +63,27 @@ export function decodeHash(lock: string, reply: readonly (string | null)[] | nul
 export function decodeWriteReply(lock: string, next: LeaseWrite, reply: unknown): WriteResult {
   if (!Array.isArray(reply) || reply.length === 0) throw new Error(`unexpected script reply ${JSON.stringify(reply)}`);
   const fields = reply.slice(1).map(String) as unknown as StoredLease;
-  if (Number(reply[0]) === 1) return { ok: true, record: decodeLease(lock, fields, next.holder) };
+  if (Number(reply[0]) === 1) {
+    // The data field is what we sent: build the record from `next` instead of parsing it back.
+    if (next.metadata && Object.isFrozen(next.metadata)) {
+      return {
+        ok: true,
+        record: Object.freeze({
+          lock,
+          holder: next.holder,
+          term: Number(fields[1]),
+          leaseDurationMs: Number(next.leaseDurationMs),
+          acquiredAt: Math.round(next.acquiredAt),
+          renewedAt: Math.round(next.renewedAt),
+          transitions: Number(next.transitions),
+          stepDownRequested: fields[3] === '1',
+          metadata: next.metadata,
+          revision: String(fields[0]),
+        }),
+      };
+    }
+    return { ok: true, record: decodeLease(lock, fields, next.holder) };
+  }
   return { ok: false, current: reply.length > 1 ? decodeLease(lock, fields) : null };
 }
 

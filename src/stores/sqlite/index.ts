@@ -39,6 +39,7 @@ import type {
   WriteResult,
 } from '../../core/store.js';
 import type { Database as DB, Statement } from 'better-sqlite3';
+import { metadataJson } from '../../core/metadata-json.js';
 
 const require = createRequire(import.meta.url);
 
@@ -128,10 +129,10 @@ export class SqliteStore implements LeaseStore {
     // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
     const tx = (lock: string, expected: string | null, next: LeaseWrite): WriteResult => {
       const row = this.stmt.get.get(lock) as Row | undefined;
-      const current = row ? toRecord(row) : null;
-      if (expected === null ? current !== null : current?.revision !== expected) return { ok: false, current };
+      // The full record (its metadata parsed) only when it is returned: a lost race.
+      if (expected === null ? row !== undefined : row === undefined || String(row.revision) !== expected) return { ok: false, current: row ? toRecord(row) : null };
       const counter = (this.stmt.counter.get(lock) as { term: number; revision: number } | undefined) ?? { term: 0, revision: 0 };
-      const term = next.newTerm ? counter.term + 1 : (current?.term ?? counter.term);
+      const term = next.newTerm ? counter.term + 1 : row ? Number(row.term) : counter.term;
       const revision = counter.revision + 1;
       this.stmt.bumpCounter.run(lock, Math.max(term, counter.term), revision);
       const newRow: Row = {
@@ -143,11 +144,11 @@ export class SqliteStore implements LeaseStore {
         renewed_at: Math.round(next.renewedAt),
         transitions: next.transitions,
         step_down: next.stepDownRequested ? 1 : 0,
-        metadata: JSON.stringify(next.metadata ?? {}),
+        metadata: metadataJson(next.metadata),
         revision,
       };
       this.stmt.upsert.run(newRow);
-      return { ok: true, record: toRecord(newRow) };
+      return { ok: true, record: toRecord(newRow, next.metadata && Object.isFrozen(next.metadata) ? next.metadata : undefined) };
     };
     const single = this.db.transaction(tx);
     this.writeTx = (lock, expected, next) => single.immediate(lock, expected, next);
@@ -200,7 +201,7 @@ export class SqliteStore implements LeaseStore {
   }
 
   async list(): Promise<LeaseRecord[]> {
-    return this.run(() => (this.stmt.list.all() as Row[]).map(toRecord));
+    return this.run(() => (this.stmt.list.all() as Row[]).map((row) => toRecord(row)));
   }
 
   watch(lock: string, listener: WatchListener): () => void {
@@ -298,12 +299,15 @@ function makeDirs(dir: string): void {
   mkdirSync(dir);
 }
 
-function toRecord(row: Row): LeaseRecord {
-  let metadata = {};
-  try {
-    metadata = JSON.parse(row.metadata);
-  } catch {
-    // A hand-edited row: keep going without metadata.
+/** toRecord turns a row into a frozen record; `metadata`, when given, is the row's, already parsed. */
+function toRecord(row: Row, parsed?: LeaseRecord['metadata']): LeaseRecord {
+  let metadata = parsed ?? {};
+  if (parsed === undefined) {
+    try {
+      metadata = JSON.parse(row.metadata);
+    } catch {
+      // A hand-edited row: keep going without metadata.
+    }
   }
   return Object.freeze({
     lock: row.lock,
