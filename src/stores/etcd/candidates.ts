@@ -38,6 +38,8 @@ export interface Candidate {
 export class CandidateRegistry {
   private readonly byLock = new Map<string, Map<string, Candidate>>();
   private readonly byKey = new Map<string, Candidate>();
+  /** The candidates in state `queued`: the background keepalive looks at these only. */
+  private readonly queued = new Set<Candidate>();
   private readonly serials = new Map<string, Promise<unknown>>();
   private timer?: NodeJS.Timeout;
   private closed = false;
@@ -80,11 +82,15 @@ export class CandidateRegistry {
     if (m?.get(candidate.identity) === candidate) m.delete(candidate.identity);
     if (m?.size === 0) this.byLock.delete(candidate.lock);
     if (this.byKey.get(candidate.key) === candidate) this.byKey.delete(candidate.key);
+    this.queued.delete(candidate);
   }
 
   setState(candidate: Candidate, state: CandidateState): void {
     candidate.state = state;
-    if (state === 'queued') {
+    if (state !== 'queued') {
+      this.queued.delete(candidate);
+    } else if (this.byKey.get(candidate.key) === candidate) {
+      this.queued.add(candidate);
       candidate.dueMs = performance.now() + (candidate.ttlSeconds * 1000) / 3;
       this.reschedule();
     }
@@ -107,17 +113,22 @@ export class CandidateRegistry {
   }
 
   private queuedAndWatched(): Candidate[] {
-    return this.all().filter((c) => c.state === 'queued' && this.watched(c.lock));
+    const out: Candidate[] = [];
+    for (const c of this.queued) if (this.watched(c.lock)) out.push(c);
+    return out;
   }
 
-  /** reschedule re-plans the background keepalive (e.g. when a lock becomes watched). */
+  /**
+   * reschedule re-plans the background keepalive (e.g. when a lock becomes watched). It looks
+   * only at queued candidates, so the thousands of leaders a handle may hold cost nothing here.
+   */
   reschedule(): void {
     if (this.closed) return;
-    const due = this.queuedAndWatched();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (due.length === 0) return;
-    const next = Math.min(...due.map((c) => c.dueMs));
+    let next = Infinity;
+    for (const c of this.queued) if (c.dueMs < next && this.watched(c.lock)) next = c.dueMs;
+    if (next === Infinity) return;
     this.timer = setTimeout(() => void this.tick(), Math.max(0, next - performance.now()));
     this.timer.unref();
   }

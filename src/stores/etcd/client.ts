@@ -1,4 +1,4 @@
-import { Etcd3, EtcdLeaseInvalidError, isRecoverableError, type IOptions, type KVClient } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, GRPCDeadlineExceededError, isRecoverableError, type IOptions, type KVClient } from 'etcd3';
 import { StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type { EtcdConnection } from './config.js';
 
@@ -8,8 +8,8 @@ type Policy = NonNullable<NonNullable<IOptions['faultHandling']>['global']>;
 
 /**
  * policy is a minimal stand-in for a cockatiel policy (etcd3's fault-handling hook), so this
- * folder depends on etcd3 alone. `attempts` > 1 retries recoverable errors at once, which with
- * several endpoints moves the call to the next one.
+ * folder depends on etcd3 alone. `attempts` > 1 retries recoverable errors (and slow calls, see
+ * SlowCallError) at once, which with several endpoints moves the call to the next one.
  */
 function policy(attempts: number): Policy {
   const execute = async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => {
@@ -17,8 +17,52 @@ function policy(attempts: number): Policy {
       try {
         return await fn({ signal: new AbortController().signal });
       } catch (err) {
-        if (attempt >= attempts || !(err instanceof Error) || !isRecoverableError(err)) throw err;
+        const retry = err instanceof Error && (isRecoverableError(err) || err instanceof SlowCallError);
+        if (attempt >= attempts || !retry) throw err;
       }
+    }
+  };
+  return { execute } as unknown as Policy;
+}
+
+/**
+ * SlowCallError is a call that missed its deadline on a connection that is answering others.
+ * Unlike etcd3's own deadline error it is not "recoverable", so etcd3 does not reset the
+ * connection for it; with several endpoints it is still tried on the next one (see policy).
+ */
+export class SlowCallError extends Error {
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+    this.name = 'SlowCallError';
+  }
+}
+
+/**
+ * hostPolicy is the per-endpoint policy: one attempt, and a judgement of missed deadlines.
+ *
+ * etcd3 closes every connection to an endpoint after any "recoverable" error from it, and a
+ * missed deadline is one. A handle with thousands of leases has thousands of calls and stream
+ * messages on one connection at busy moments (start-up, a watch stream being rebuilt); when one
+ * call came back after its deadline, the reset failed all the others — keepalive and watch
+ * streams included — and their retries missed their deadlines in turn: a handle that never got
+ * out of it. Here a missed deadline resets the connection only if nothing was answered on it
+ * within one deadline before: then it may well be dead (a frozen server, a black hole), and a
+ * new one is what is needed. Otherwise the call just failed: StoreUnavailableError as ever.
+ */
+function hostPolicy(callTimeoutMs: number): Policy {
+  let answeredAt = -Infinity;
+  const execute = async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => {
+    try {
+      const result = await fn({ signal: new AbortController().signal });
+      answeredAt = performance.now();
+      return result;
+    } catch (err) {
+      if (!(err instanceof Error) || !isRecoverableError(err)) {
+        answeredAt = performance.now(); // the server answered, with an error
+      } else if (err instanceof GRPCDeadlineExceededError && performance.now() - answeredAt < callTimeoutMs) {
+        throw new SlowCallError(err);
+      }
+      throw err;
     }
   };
   return { execute } as unknown as Policy;
@@ -28,7 +72,8 @@ function policy(attempts: number): Policy {
  * createClient builds the etcd3 client for a URL. etcd3's defaults retry a failed call three
  * times and then open a circuit breaker for five seconds; both would stretch a failure past the
  * elector's renew deadline and delay recovery after a restart. Here a call fails after its own
- * deadline, and is retried at once only on another endpoint.
+ * deadline, and is retried at once only on another endpoint (see hostPolicy for when a missed
+ * deadline also replaces the connection).
  */
 export function createClient(connection: EtcdConnection, callTimeoutMs: number): Etcd3 {
   return new Etcd3({
@@ -36,7 +81,7 @@ export function createClient(connection: EtcdConnection, callTimeoutMs: number):
     auth: connection.auth && { ...connection.auth, callOptions: () => ({ deadline: Date.now() + callTimeoutMs }) },
     dialTimeout: callTimeoutMs,
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
-    faultHandling: { global: policy(connection.hosts.length), host: () => policy(1) },
+    faultHandling: { global: policy(connection.hosts.length), host: () => hostPolicy(callTimeoutMs) },
   });
 }
 

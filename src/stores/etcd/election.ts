@@ -2,11 +2,27 @@ import type { IKeyValue, IRangeRequest } from 'etcd3';
 import type { LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
 import type { Candidate, CandidateRegistry } from './candidates.js';
 import { leaseGone, type Rpc } from './client.js';
+import { CHUNK, inChunks } from './chunks.js';
 import type { KeepAliveStream } from './keepalive.js';
 import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
 const MAX_TXN_OPS = 128;
+
+/** CandidatesRead is a lock's candidate keys, oldest first, as of `revision`. */
+export interface CandidatesRead {
+  kvs: IKeyValue[];
+  revision: string;
+}
+
+/** RENEW_ATTEMPTS is how many times one chunk of a renewal batch is sent before the batch fails. */
+const RENEW_ATTEMPTS = 2;
+
+/** RenewItem is one leader's renewal: the candidate and the renewedAt its elector asked for. */
+interface RenewItem {
+  c: Candidate;
+  renewedAt: number;
+}
 
 /**
  * Election maps the store contract onto etcd's own election protocol (the one behind
@@ -26,12 +42,15 @@ export class Election {
     private readonly layout: KeyLayout,
     private readonly registry: CandidateRegistry,
     private readonly keepalive: KeepAliveStream,
-    /** Told when this handle's candidates of `lock` changed (the lock's watch re-targets). */
-    private readonly changed: (lock: string) => void,
+    /**
+     * Told when this handle's candidates of `lock` changed (the lock's watch re-targets), with
+     * the lock's candidates as just read, when the change came with such a read.
+     */
+    private readonly changed: (lock: string, seen?: CandidatesRead) => void,
   ) {}
 
   /** candidates reads the lock's candidate keys, oldest first, and the revision of the read. */
-  async candidates(lock: string): Promise<{ kvs: IKeyValue[]; revision: string }> {
+  async candidates(lock: string): Promise<CandidatesRead> {
     const res = await this.rpc.call(`read "${lock}"`, (o) => this.rpc.client.kv.range(this.rangeOf(lock), o));
     return { kvs: directCandidates(this.layout.lockPrefix(lock), res.kvs), revision: res.header.revision };
   }
@@ -112,14 +131,16 @@ export class Election {
     const mine = kvs.find((kv) => kv.key.equals(key));
     if (!mine) return undefined;
     c.createRevision = mine.create_revision;
+    // The txn read the lock's candidates after its put: the lock's watch can start from that.
+    const seen = { kvs, revision: res.header.revision };
     if (kvs[0] === mine) {
       this.registry.setState(c, 'leading');
       c.record = toRecord(c.lock, mine);
-      this.changed(c.lock);
+      this.changed(c.lock, seen);
       return { ok: true, record: c.record };
     }
     this.registry.setState(c, 'queued');
-    this.changed(c.lock);
+    this.changed(c.lock, seen);
     return { ok: false, current: toRecord(c.lock, kvs[0]!) };
   }
 
@@ -151,12 +172,13 @@ export class Election {
   }
 
   /**
-   * renewMany renews this handle's leaders in one round trip — every lease's keepalive is
-   * pipelined on one stream while one txn reads every key — and sends anything else singly.
+   * renewMany renews this handle's leaders together — keepalives pipelined on a stream while
+   * txns check the keys, in chunks for large batches (see renewLeaders) — and sends anything
+   * else singly.
    */
   async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
     const results = new Array<WriteResult>(requests.length);
-    const fast: { i: number; c: Candidate; renewedAt: number }[] = [];
+    const fast: (RenewItem & { i: number })[] = [];
     const slow: Promise<void>[] = [];
     requests.forEach((r, i) => {
       const c = this.renewable(r.lock, r.expected, r.next);
@@ -177,21 +199,64 @@ export class Election {
     return c;
   }
 
-  private async renewLeaders(items: readonly { c: Candidate; renewedAt: number }[]): Promise<WriteResult[]> {
-    if (items.length === 0) return [];
-    const cs = items.map((item) => item.c);
-    const reads = [];
-    for (let i = 0; i < cs.length; i += MAX_TXN_OPS) {
-      const chunk = cs.slice(i, i + MAX_TXN_OPS);
-      reads.push(
+  /**
+   * renewLeaders renews this handle's leaders: in chunks of a few hundred (chunks.ts), each one
+   * round trip of its own under its own deadline. In a batch of several chunks, a chunk that
+   * fails is sent once more after the others: a failed chunk has changed nothing here, and a
+   * keepalive sent later only makes its lease outlive what its elector counts on (from when
+   * *it* started the renewal). A chunk failing twice fails the whole batch, since the contract
+   * has no per-item error: no further chunk is started, and every elector of the batch retries.
+   * Leases refreshed by the chunks that got through then last longer than their electors count
+   * on, which is the safe side.
+   */
+  private renewLeaders(items: readonly RenewItem[]): Promise<WriteResult[]> {
+    if (items.length === 0) return Promise.resolve([]);
+    // A batch of one chunk is not tried again here: its electors retry on their own schedule.
+    return inChunks(items, (chunk) => this.renewChunk(chunk), { attempts: items.length > CHUNK ? RENEW_ATTEMPTS : 1 });
+  }
+
+  /**
+   * renewChunk sends, together, one keepalive per lease and txns that check each key is still
+   * at the mod revision of its record (so still this candidate's key, unrewritten): a txn
+   * whose check holds answers with nothing but "succeeded"; one whose check fails reads its
+   * keys instead (its failure branch), and those are judged one by one as before. A lease
+   * renews only with a keepalive answered with TTL > 0 within the deadline *and* its key
+   * confirmed: a keepalive alone does not show that the key was not deleted (e.g. a release by
+   * another handle deletes the key and leaves the lease).
+   */
+  private async renewChunk(items: readonly RenewItem[]): Promise<WriteResult[]> {
+    // The revision each check is made against: the record may be replaced while this is in
+    // flight (this handle rewrote the key), and a check of the old one says nothing of the new.
+    const expected = items.map(({ c }) => c.record!.revision);
+    const checks = [];
+    for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
+      const keys = items.slice(i, i + MAX_TXN_OPS).map(({ c }) => Buffer.from(c.key));
+      checks.push(
         this.rpc.call('renew', (o) =>
-          this.rpc.client.kv.txn({ success: chunk.map((c) => ({ request_range: { key: Buffer.from(c.key) } })) }, o),
+          this.rpc.client.kv.txn(
+            {
+              compare: keys.map((key, k) => ({ key, target: 'Mod', result: 'Equal', mod_revision: modRevisionOf(expected[i + k]!) })),
+              failure: keys.map((key) => ({ request_range: { key } })),
+            },
+            o,
+          ),
         ),
       );
     }
-    const [ttls, ...txns] = await Promise.all([this.keepalive.keepAlive(cs.map((c) => c.leaseId)), ...reads]);
-    const kvs = txns.flatMap((t) => t.responses.map((r) => r.response_range.kvs[0]));
-    return items.map(({ c, renewedAt }, i) => this.judgeRenewal(c, kvs[i], ttls[i]!, renewedAt));
+    const [ttls, ...txns] = await Promise.all([this.keepalive.keepAlive(items.map((item) => item.c.leaseId)), ...checks]);
+    return items.map(({ c, renewedAt }, i) => {
+      const txn = txns[Math.floor(i / MAX_TXN_OPS)]!;
+      const ttl = ttls[i]!;
+      if (txn.succeeded) {
+        if (ttl === 0) return this.judgeRenewal(c, undefined, ttl, renewedAt); // the lease is gone
+        // Replaced meanwhile: hand back the record as it now is; its elector renews that one.
+        if (c.record!.revision !== expected[i]) return { ok: false, current: c.record };
+        c.record = Object.freeze({ ...c.record!, renewedAt });
+        return { ok: true, record: c.record };
+      }
+      // Some key of this txn is no longer at its revision: judge each from what the txn read.
+      return this.judgeRenewal(c, txn.responses[i % MAX_TXN_OPS]!.response_range.kvs[0], ttl, renewedAt);
+    });
   }
 
   private judgeRenewal(c: Candidate, kv: IKeyValue | undefined, ttl: number, renewedAt: number): WriteResult {
@@ -317,4 +382,9 @@ export class Election {
     const key = Buffer.from(this.layout.lockPrefix(lock));
     return { key, range_end: prefixEnd(key), sort_order: 'Ascend', sort_target: 'Create' };
   }
+}
+
+/** modRevisionOf is the mod revision in a `create:mod` revision of ours. */
+function modRevisionOf(revision: string): string {
+  return revision.slice(revision.indexOf(':') + 1);
 }

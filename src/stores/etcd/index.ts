@@ -25,12 +25,14 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 import { InvalidConfigError, StoreClosedError } from '../../core/errors.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
 import { CandidateRegistry, type Candidate } from './candidates.js';
+import { inChunks } from './chunks.js';
 import { Rpc, createClient } from './client.js';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_LEDGER_PREFIX, parseEtcdUrl, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
 import { Election } from './election.js';
 import { KeepAliveStream } from './keepalive.js';
 import { KeyLayout, prefixEnd, toRecord } from './keys.js';
 import { EtcdLedger } from './ledger.js';
+import { Limiter } from './limiter.js';
 import { LockWatch } from './lock-watch.js';
 import { WatchHub } from './watch-hub.js';
 
@@ -45,6 +47,9 @@ export type EtcdStoreOptions = EtcdLayoutOptions &
   );
 
 const MAX_TXN_OPS = 128;
+const LIST_TXNS_IN_FLIGHT = 4;
+/** At most this many lock-watch reads in flight per handle (see Limiter). */
+const WATCH_READS_IN_FLIGHT = 64;
 
 /** EtcdStore is a LeaseStore over etcd's election protocol (see the header comment). */
 export class EtcdStore implements LeaseStore {
@@ -66,6 +71,7 @@ export class EtcdStore implements LeaseStore {
   private readonly election: Election;
   private readonly hub: WatchHub;
   private readonly watches = new Map<string, LockWatch>();
+  private readonly watchReads = new Limiter(WATCH_READS_IN_FLIGHT);
   private closed = false;
 
   /**
@@ -89,7 +95,7 @@ export class EtcdStore implements LeaseStore {
       (lock) => this.watches.has(lock),
       (c) => this.watches.get(c.lock)?.refresh(),
     );
-    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock) => this.watches.get(lock)?.refresh());
+    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock, seen) => this.watches.get(lock)?.refresh(seen));
     this.hub = new WatchHub(this.rpc);
     this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
   }
@@ -123,7 +129,7 @@ export class EtcdStore implements LeaseStore {
     this.guard();
     let w = this.watches.get(lock);
     if (!w) {
-      this.watches.set(lock, (w = new LockWatch(lock, this.layout, this.election, this.registry, this.hub)));
+      this.watches.set(lock, (w = new LockWatch(lock, this.layout, this.election, this.registry, this.hub, this.watchReads)));
       this.registry.reschedule();
     }
     w.add(listener);
@@ -157,12 +163,15 @@ export class EtcdStore implements LeaseStore {
       if (!best || BigInt(kv.create_revision) < BigInt(best.create_revision)) leaders.set(lock, kv);
     }
     const entries = [...leaders];
-    const reads = [];
-    for (let i = 0; i < entries.length; i += MAX_TXN_OPS) {
-      const chunk = entries.slice(i, i + MAX_TXN_OPS);
-      reads.push(this.rpc.call('list', (o) => this.rpc.client.kv.txn({ success: chunk.map(([, kv]) => ({ request_range: { key: kv.key } })) }, o)));
-    }
-    const kvs = (await Promise.all(reads)).flatMap((t) => t.responses.map((r) => r.response_range.kvs[0]));
+    // One txn per MAX_TXN_OPS leaders, a few at a time, each under its own deadline.
+    const kvs = await inChunks(
+      entries,
+      async (chunk) => {
+        const t = await this.rpc.call('list', (o) => this.rpc.client.kv.txn({ success: chunk.map(([, kv]) => ({ request_range: { key: kv.key } })) }, o));
+        return t.responses.map((r) => r.response_range.kvs[0]);
+      },
+      { size: MAX_TXN_OPS, inFlight: LIST_TXNS_IN_FLIGHT },
+    );
     return entries.flatMap(([lock], i) => (kvs[i] ? [toRecord(lock, kvs[i]!)] : [])).sort((a, b) => a.lock.localeCompare(b.lock));
   }
 

@@ -1,32 +1,63 @@
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
+import { inChunks } from './chunks.js';
 import { unavailable, type Rpc } from './client.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
-interface Waiter {
-  resolve(ttlSeconds: number): void;
+/** STREAMS is how many LeaseKeepAlive streams a handle may use side by side. */
+const STREAMS = 4;
+
+/**
+ * Batch is one chunk of keepalive requests written together. Requests on a channel are numbered
+ * in the order they are written; a batch owns the numbers `first … first + ttls.length - 1`.
+ */
+interface Batch {
+  readonly first: number;
+  /** Each lease's answer, by position in the batch. */
+  readonly ttls: number[];
+  /** Answers still missing; 0 once the batch is resolved. */
+  owed: number;
+  readonly timer: NodeJS.Timeout;
+  resolve(ttls: number[]): void;
   reject(err: Error): void;
 }
 
-/** One LeaseKeepAlive stream and the answers it still owes, per lease ID, in order. */
+/** One LeaseKeepAlive stream and the answers it still owes. */
 interface Channel {
   stream?: Stream;
   readonly opened: Promise<Stream>;
-  readonly waiting: Map<string, Waiter[]>;
+  /**
+   * Lease ID → number of its oldest unanswered request. An array only while the same lease is
+   * asked for more than once at a time (rare: two callers renewing it together), oldest first.
+   * An entry goes away once answered, so the map is only as large as what is in flight.
+   */
+  readonly owed: Map<string, number | number[]>;
+  /** Batches in request order; those before `head` are answered (compacted now and then). */
+  readonly batches: Batch[];
+  head: number;
+  /** Number of the next request written. */
+  next: number;
   dead: boolean;
 }
 
 /**
- * KeepAliveStream refreshes leases over one long-lived LeaseKeepAlive stream: a batch writes
- * one request per lease and reads the answers, so any number of leases cost one round trip.
+ * KeepAliveStream refreshes leases over a few long-lived LeaseKeepAlive streams: a batch writes
+ * one request per lease and reads the answers, so many leases cost one round trip. A large
+ * batch goes out in chunks (see chunks.ts), each with its own deadline from when it is sent.
  *
- * A batch that gets no answer within the call deadline fails with StoreUnavailableError and the
- * stream is thrown away: a late answer must never be taken for a later request's, because a
- * renewal counts its lease from when *it* was sent.
+ * etcd answers a stream's requests one by one, in order; answers are matched to requests by
+ * lease ID (oldest unanswered first), so the common case is a map lookup per answer, and order
+ * would not matter. Per lease there is no timer, promise or closure: one per chunk.
+ *
+ * A chunk that gets no answer within the call deadline fails with StoreUnavailableError and its
+ * stream is thrown away, failing every other chunk still waiting on it: a late answer must never
+ * be taken for a later request's, because a renewal counts its lease from when *it* was sent.
+ * Answers are only ever matched to requests written on the same stream.
  */
 export class KeepAliveStream {
-  private channel?: Channel;
+  /** Open channels, at most STREAMS. */
+  private readonly channels: Channel[] = [];
   private closed = false;
 
   constructor(private readonly rpc: Rpc) {}
@@ -35,42 +66,43 @@ export class KeepAliveStream {
   keepAlive(ids: readonly string[]): Promise<number[]> {
     if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
     if (ids.length === 0) return Promise.resolve([]);
+    return inChunks(ids, (chunk) => this.send(chunk));
+  }
+
+  /** close ends the streams; pending batches fail. */
+  close(): void {
+    this.closed = true;
+    for (const channel of [...this.channels]) this.discard(channel, new StoreClosedError('etcd'));
+  }
+
+  /** send writes one chunk and resolves with its answers, or fails after the call deadline. */
+  private send(ids: readonly string[]): Promise<number[]> {
+    if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
     const channel = this.current();
     return new Promise<number[]>((resolve, reject) => {
-      const ttls = new Array<number>(ids.length);
-      let remaining = ids.length;
-      let settled = false;
-      const finish = (err?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (err) {
-          for (const w of mine) for (const queue of channel.waiting.values()) queue.includes(w) && queue.splice(queue.indexOf(w), 1);
-          reject(err);
-        } else {
-          resolve(ttls);
-        }
+      const first = channel.next;
+      channel.next += ids.length;
+      const batch: Batch = {
+        first,
+        ttls: new Array<number>(ids.length).fill(0),
+        owed: ids.length,
+        timer: setTimeout(() => {
+          this.discard(
+            channel,
+            new StoreUnavailableError('etcd: lease keepalive stream abandoned after a timeout'),
+            batch,
+            new StoreUnavailableError(`etcd: lease keepalive got no answer within ${this.rpc.callTimeoutMs}ms`),
+          );
+        }, this.rpc.callTimeoutMs),
+        resolve,
+        reject,
       };
-      const timer = setTimeout(() => {
-        finish(new StoreUnavailableError(`etcd: lease keepalive got no answer within ${this.rpc.callTimeoutMs}ms`));
-        this.discard(channel, new StoreUnavailableError('etcd: lease keepalive stream abandoned after a timeout'));
-      }, this.rpc.callTimeoutMs);
-      const mine: Waiter[] = ids.map((id, i) => {
-        const w: Waiter = {
-          resolve: (ttl) => {
-            ttls[i] = ttl;
-            if (--remaining === 0) finish();
-          },
-          reject: (err) => finish(err),
-        };
-        const queue = channel.waiting.get(id) ?? [];
-        queue.push(w);
-        channel.waiting.set(id, queue);
-        return w;
-      });
+      channel.batches.push(batch);
+      for (let i = 0; i < ids.length; i++) owe(channel.owed, ids[i]!, first + i);
+      // Batches are written in the order they were numbered: these reactions run in that order.
       channel.opened.then(
         (stream) => {
-          if (settled || channel.dead) return;
+          if (channel.dead) return; // this batch failed with the channel
           try {
             for (const id of ids) stream.write({ ID: id });
           } catch (err) {
@@ -82,25 +114,31 @@ export class KeepAliveStream {
     });
   }
 
-  /** close ends the stream; pending batches fail. */
-  close(): void {
-    this.closed = true;
-    if (this.channel) this.discard(this.channel, new StoreClosedError('etcd'));
-  }
-
+  /**
+   * current picks the channel with the fewest answers owed, opening another while fewer than
+   * STREAMS are open. etcd answers each stream one request at a time, so two chunks on two
+   * streams are renewed side by side — and one chunk's deadline is not spent waiting behind
+   * another's answers — and a request that makes etcd wait (a lease that has expired but is not
+   * yet revoked is answered only once it is) holds up one stream only.
+   */
   private current(): Channel {
-    if (this.channel && !this.channel.dead) return this.channel;
+    let best: Channel | undefined;
+    for (const c of this.channels) if (!best || c.owed.size < best.owed.size) best = c;
+    if (best && (best.owed.size === 0 || this.channels.length >= STREAMS)) return best;
     const channel: Channel = {
       opened: this.rpc.client.leaseClient.leaseKeepAlive(),
-      waiting: new Map(),
+      owed: new Map(),
+      batches: [],
+      head: 0,
+      next: 0,
       dead: false,
     };
-    this.channel = channel;
+    this.channels.push(channel);
     channel.opened.then(
       (stream) => {
         channel.stream = stream;
         if (channel.dead) return endQuietly(stream);
-        stream.on('data', (res) => channel.waiting.get(String(res.ID))?.shift()?.resolve(Number(res.TTL)));
+        stream.on('data', (res) => this.answer(channel, String(res.ID), Number(res.TTL)));
         stream.on('error', (err) => this.discard(channel, unavailable('lease keepalive stream', err)));
         stream.on('end', () => this.discard(channel, new StoreUnavailableError('etcd: lease keepalive stream ended')));
       },
@@ -109,15 +147,70 @@ export class KeepAliveStream {
     return channel;
   }
 
-  private discard(channel: Channel, err: Error): void {
+  /** answer files one lease's answer with the oldest request for it still waiting. */
+  private answer(channel: Channel, id: string, ttl: number): void {
+    if (channel.dead) return;
+    const seq = takeOldest(channel.owed, id);
+    if (seq === undefined) return; // not asked on this stream
+    const { batches } = channel;
+    // In order, the answer belongs to the oldest batch still waiting: the first one looked at.
+    for (let k = channel.head; k < batches.length; k++) {
+      const b = batches[k]!;
+      if (seq < b.first) return;
+      if (seq >= b.first + b.ttls.length) continue;
+      b.ttls[seq - b.first] = ttl;
+      if (--b.owed === 0) {
+        clearTimeout(b.timer);
+        b.resolve(b.ttls);
+        while (channel.head < batches.length && batches[channel.head]!.owed === 0) channel.head++;
+        if (channel.head > 64 && channel.head * 2 > batches.length) {
+          batches.splice(0, channel.head);
+          channel.head = 0;
+        }
+      }
+      return;
+    }
+  }
+
+  /**
+   * discard fails every batch still waiting on the channel (`timedOut`, if given, with its own
+   * reason) and ends the stream; late answers on it are ignored.
+   */
+  private discard(channel: Channel, err: Error, timedOut?: Batch, timeoutErr?: Error): void {
     if (channel.dead) return;
     channel.dead = true;
-    if (this.channel === channel) this.channel = undefined;
+    const i = this.channels.indexOf(channel);
+    if (i >= 0) this.channels.splice(i, 1);
     if (channel.stream) endQuietly(channel.stream);
-    const waiters = [...channel.waiting.values()].flat();
-    channel.waiting.clear();
-    for (const w of waiters) w.reject(err);
+    const waiting = channel.batches.slice(channel.head).filter((b) => b.owed > 0);
+    channel.batches.length = 0;
+    channel.owed.clear();
+    for (const b of waiting) {
+      clearTimeout(b.timer);
+      b.owed = 0;
+      b.reject(b === timedOut && timeoutErr ? timeoutErr : err);
+    }
   }
+}
+
+/** owe notes request number `seq` for lease `id` (after any older one for the same lease). */
+function owe(owed: Map<string, number | number[]>, id: string, seq: number): void {
+  const prior = owed.get(id);
+  if (prior === undefined) owed.set(id, seq);
+  else if (typeof prior === 'number') owed.set(id, [prior, seq]);
+  else prior.push(seq);
+}
+
+/** takeOldest removes and returns the oldest request number still owed an answer for `id`. */
+function takeOldest(owed: Map<string, number | number[]>, id: string): number | undefined {
+  const v = owed.get(id);
+  if (v === undefined || typeof v === 'number') {
+    owed.delete(id);
+    return v;
+  }
+  const seq = v.shift();
+  if (v.length === 1) owed.set(id, v[0]!);
+  return seq;
 }
 
 /**

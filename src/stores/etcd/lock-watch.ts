@@ -1,8 +1,9 @@
 import type { IEvent, IKeyValue } from 'etcd3';
 import type { WatchListener } from '../../core/store.js';
 import type { CandidateRegistry } from './candidates.js';
-import type { Election } from './election.js';
-import { directCandidates, prefixEnd, toRecord, type KeyLayout } from './keys.js';
+import type { CandidatesRead, Election } from './election.js';
+import { directCandidates, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
+import type { Limiter } from './limiter.js';
 import type { WatchHub } from './watch-hub.js';
 
 /** What one etcd watch of a LockWatch is for. */
@@ -28,13 +29,26 @@ const MAX_BACKOFF_MS = 1000;
  *
  * Every watch starts at the revision right after the read it follows, so nothing in between is
  * missed. If a watch is lost (stream broken, server restarted) it reads and watches again with
- * backoff, and wakes the listeners once it is back, since something may have changed.
+ * backoff, and wakes the listeners once it is back, since something may have changed — unless
+ * the lock is led by this handle's own leader with its key unchanged, as with every one of a
+ * handle's thousands of held locks after a blip: nothing then changed for any listener, and
+ * waking them would make every such leader renew at once, off its schedule.
+ *
+ * The reads go through the handle's `reads` limiter: after a broken stream every lock watch of
+ * the handle reads again, and thousands of reads at once would all miss their deadline.
  */
 export class LockWatch {
   private readonly listeners = new Set<WatchListener>();
   private readonly cancels = new Map<string, () => void>();
+  /** A retarget is under way: queued for a read slot, or reading, or re-targeting. */
   private running = false;
+  /** Its read has been sent: a change from now on may not be in it. */
+  private readSent = false;
   private again = false;
+  /** A read of the lock handed over by the store (a campaign's), newer than any applied. */
+  private fresh?: CandidatesRead;
+  /** Revision of the read the current watches follow. */
+  private applied = -1n;
   private timer?: NodeJS.Timeout;
   private failures = 0;
   private missed = false;
@@ -46,6 +60,7 @@ export class LockWatch {
     private readonly election: Election,
     private readonly registry: CandidateRegistry,
     private readonly hub: WatchHub,
+    private readonly reads: Limiter,
   ) {}
 
   get size(): number {
@@ -63,21 +78,21 @@ export class LockWatch {
     return this.listeners.size === 0;
   }
 
-  /** refresh re-reads the lock and re-targets the watches (coalesced; after `delayMs`). */
-  refresh(delayMs = 0): void {
+  /**
+   * refresh re-reads the lock and re-targets the watches (coalesced). `seen` is a read of the
+   * lock the store made anyway — a campaign's txn reads the lock's candidates — which stands in
+   * for a read of its own when it is the newest: a handle starting thousands of electors then
+   * reads each lock once, not twice. (A watch from the revision after a read misses nothing
+   * after it, however old the read, so a read handed over is as good as one made here.)
+   */
+  refresh(seen?: CandidatesRead): void {
     if (this.closed) return;
-    if (delayMs > 0) {
-      if (!this.timer) {
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          this.refresh();
-        }, delayMs);
-        this.timer.unref();
-      }
-      return;
+    if (seen && BigInt(seen.revision) > this.applied && (!this.fresh || BigInt(seen.revision) > BigInt(this.fresh.revision))) {
+      this.fresh = seen;
     }
     if (this.running) {
-      this.again = true;
+      // A read still waiting for its slot will see this change; one already sent may not.
+      if (this.readSent) this.again = true;
       return;
     }
     this.running = true;
@@ -96,7 +111,15 @@ export class LockWatch {
   private lost(): void {
     this.missed = true;
     this.failures++;
-    this.refresh(Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures));
+    if (this.timer || this.closed) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.refresh();
+      },
+      Math.min(MAX_BACKOFF_MS, 100 * 2 ** this.failures),
+    );
+    this.timer.unref();
   }
 
   close(): void {
@@ -108,16 +131,28 @@ export class LockWatch {
   }
 
   private async retarget(): Promise<void> {
-    let kvs: IKeyValue[];
-    let revision: string;
-    try {
-      ({ kvs, revision } = await this.election.candidates(this.lock));
-    } catch {
-      return this.lost();
+    let read = this.takeFresh();
+    if (!read) {
+      try {
+        this.readSent = false;
+        read = await this.reads.run(async () => {
+          if (this.closed) return undefined;
+          // Handed a newer read while this waited for its slot: no need to read again.
+          const fresh = this.takeFresh();
+          if (fresh) return fresh;
+          this.readSent = true;
+          return this.election.candidates(this.lock);
+        });
+      } catch {
+        return this.lost();
+      }
     }
-    if (this.closed) return;
+    if (!read || this.closed) return;
+    const { kvs, revision } = read;
+    if (BigInt(revision) > this.applied) this.applied = BigInt(revision);
+    if (this.fresh && BigInt(this.fresh.revision) <= this.applied) this.fresh = undefined;
     this.failures = 0;
-    let wake = this.missed;
+    let wake = this.missed && !this.ledUnchangedByUs(kvs[0]);
     this.missed = false;
     const targets = new Map<string, Target>();
     const add = (t: Target) => targets.set(`${t.kind}:${t.key.toString('hex')}`, t);
@@ -157,6 +192,19 @@ export class LockWatch {
       if (!this.cancels.has(id)) this.cancels.set(id, this.start(id, target, start));
     }
     if (wake) this.emit(undefined);
+  }
+
+  /** takeFresh hands out the read the store gave, if it is newer than the one applied. */
+  private takeFresh(): CandidatesRead | undefined {
+    const fresh = this.fresh;
+    this.fresh = undefined;
+    return fresh && BigInt(fresh.revision) > this.applied ? fresh : undefined;
+  }
+
+  /** ledUnchangedByUs: the leader key is this handle's leader's, at the revision it last knew. */
+  private ledUnchangedByUs(leader: IKeyValue | undefined): boolean {
+    const own = leader && this.registry.withKey(leader.key);
+    return !!own && own.state === 'leading' && own.record?.revision === revisionOf(leader!);
   }
 
   private start(id: string, target: Target, startRevision: string): () => void {

@@ -4,6 +4,9 @@ import { endQuietly } from './keepalive.js';
 
 type Stream = IDuplexStream<IWatchRequest, IWatchResponse>;
 
+/** MAX_UNCONFIRMED bounds the create requests sent but not yet confirmed by the server. */
+const MAX_UNCONFIRMED = 256;
+
 /** WatchSpec is one etcd watch: a key (or range) from a revision on, optionally only deletions. */
 export interface WatchSpec {
   readonly key: Buffer;
@@ -29,6 +32,12 @@ export interface WatchSpec {
  * answer arrives for a watcher it has just forgotten: here nothing is thrown; unknown answers
  * are ignored, and a broken stream ends every watch with `onLost` (their owners re-read and
  * re-watch, so no change is missed). The stream is opened on first use and after a failure.
+ *
+ * At most MAX_UNCONFIRMED create requests are outstanding at a time; the others wait here, in
+ * order, and each one's confirmation deadline starts when it is sent. A handle holding
+ * thousands of locks has a watch per lock: sent all at once, the last confirmations would come
+ * after the deadline of the first, and the stream would be given up for being slow — again and
+ * again, each time followed by every lock watch reading and re-watching.
  */
 export class WatchHub {
   private stream?: Stream;
@@ -36,6 +45,8 @@ export class WatchHub {
   /** Create requests not yet confirmed, with the timer that gives up on the stream. */
   private readonly unconfirmed = new Map<number, NodeJS.Timeout>();
   private readonly watches = new Map<number, WatchSpec>();
+  /** Watches whose create request waits for a slot, in order (a Set keeps insertion order). */
+  private readonly queued = new Set<number>();
   private nextId = 1;
   private closed = false;
 
@@ -49,9 +60,12 @@ export class WatchHub {
     }
     const id = this.nextId++;
     this.watches.set(id, spec);
-    this.send(createRequest(id, spec));
+    this.queued.add(id);
+    if (this.stream) this.pump(this.stream);
+    else if (!this.opening) this.opening = this.open();
     return () => {
-      if (this.watches.delete(id) && this.stream) this.send({ cancel_request: { watch_id: id } });
+      // A create still queued was never sent: there is nothing to cancel on the server.
+      if (this.watches.delete(id) && !this.queued.delete(id) && this.stream) this.send({ cancel_request: { watch_id: id } });
     };
   }
 
@@ -59,23 +73,35 @@ export class WatchHub {
   close(): void {
     this.closed = true;
     this.watches.clear();
+    this.queued.clear();
     for (const id of [...this.unconfirmed.keys()]) this.confirm(id);
     const s = this.stream;
     this.stream = undefined;
     if (s) endQuietly(s);
   }
 
+  /** send writes a cancel request on the open stream. */
   private send(request: IWatchRequest): void {
-    if (this.stream) {
-      try {
-        this.write(this.stream, request);
-      } catch {
-        this.broken(this.stream);
-      }
-      return;
+    if (!this.stream) return;
+    try {
+      this.write(this.stream, request);
+    } catch {
+      this.broken(this.stream);
     }
-    // Not connected: the create requests of every live watch are sent when the stream opens.
-    if (!this.opening) this.opening = this.open();
+  }
+
+  /** pump sends queued create requests while fewer than MAX_UNCONFIRMED are outstanding. */
+  private pump(stream: Stream): void {
+    try {
+      for (const id of this.queued) {
+        if (this.unconfirmed.size >= MAX_UNCONFIRMED || this.stream !== stream) return;
+        this.queued.delete(id);
+        const spec = this.watches.get(id);
+        if (spec) this.write(stream, createRequest(id, spec));
+      }
+    } catch {
+      this.broken(stream);
+    }
   }
 
   private async open(): Promise<void> {
@@ -92,11 +118,9 @@ export class WatchHub {
     stream.on('data', (res) => this.onResponse(res));
     stream.on('error', () => this.broken(stream));
     stream.on('end', () => this.broken(stream));
-    try {
-      for (const [id, spec] of this.watches) this.write(stream, createRequest(id, spec));
-    } catch {
-      this.broken(stream);
-    }
+    // Not connected until now: every live watch is created on this stream, in order.
+    for (const id of this.watches.keys()) this.queued.add(id);
+    this.pump(stream);
   }
 
   /**
@@ -116,7 +140,10 @@ export class WatchHub {
 
   private onResponse(res: IWatchResponse): void {
     const id = Number(res.watch_id);
-    if (res.created) this.confirm(id);
+    if (res.created || res.canceled) {
+      // A refused create may come back canceled without created: it is answered either way.
+      if (this.confirm(id) && this.stream) this.pump(this.stream);
+    }
     const spec = this.watches.get(id);
     if (!spec) return; // an answer for a watch cancelled meanwhile
     if (res.canceled) {
@@ -127,9 +154,13 @@ export class WatchHub {
     if (res.events?.length) spec.onEvents(res.events);
   }
 
-  private confirm(id: number): void {
-    clearTimeout(this.unconfirmed.get(id));
+  /** confirm stops waiting for a create's confirmation; tells whether one was awaited. */
+  private confirm(id: number): boolean {
+    const timer = this.unconfirmed.get(id);
+    if (!timer) return false;
+    clearTimeout(timer);
     this.unconfirmed.delete(id);
+    return true;
   }
 
   private broken(stream: Stream): void {
@@ -143,6 +174,7 @@ export class WatchHub {
   private loseAll(): void {
     const lost = [...this.watches.values()];
     this.watches.clear();
+    this.queued.clear();
     for (const spec of lost) spec.onLost();
   }
 }
