@@ -1,27 +1,11 @@
 /**
- * One timeline for every process of a bench run: the host's CLOCK_MONOTONIC, which
- * `process.hrtime.bigint()` reads, is the same clock in every process on one host, so a
- * candidate's "elected" stamp and the harness's "killed" stamp can be subtracted directly.
+ * One timeline for every process of a bench run: the host's CLOCK_MONOTONIC, shared by every
+ * process on one host, so a candidate's "elected" stamp and the harness's "killed" stamp can be
+ * subtracted directly. The readings are the chaos harness's own (chaos/clock.ts).
  */
+import { monoMs } from '../chaos/clock.js';
 
-/** monoMs is CLOCK_MONOTONIC in milliseconds, comparable across processes on this host. */
-export function monoMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
-
-/**
- * PERF_TO_MONO_MS turns a `performance.now()` reading (the elector's clock, counted from this
- * process's start) into a monoMs() reading: both come from the same kernel clock, so the
- * difference is constant. The smallest of a few back-to-back samples drops the gap between reads.
- */
-export const PERF_TO_MONO_MS: number = (() => {
-  let best = Infinity;
-  for (let i = 0; i < 5; i++) {
-    const p = performance.now();
-    best = Math.min(best, monoMs() - p);
-  }
-  return best;
-})();
+export { monoMs, PERF_TO_MONO_MS } from '../chaos/clock.js';
 
 /** sleep waits `ms` on Node's timers. */
 export function sleep(ms: number): Promise<void> {

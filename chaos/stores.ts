@@ -9,7 +9,6 @@
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
@@ -89,7 +88,6 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
   await server.start();
   // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
   let stopped = false;
-  let frozen: number[] = [];
   return {
     url: server.url,
     port: server.port,
@@ -101,16 +99,11 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
     faultVariants: ['restart', 'freeze'],
     async breakStore(variant) {
       if (variant !== 'freeze') return server.kill();
+      // pause() stops every descendant too: PostgreSQL's backends call setsid() and leave the group.
       server.pause();
-      // PostgreSQL's backends each call setsid(), so pausing the server's process group
-      // leaves every open session answering: freeze the server's descendants one by one.
-      frozen = server.pid === undefined ? [] : descendantsOf(server.pid);
-      for (const pid of frozen) signal(pid, 'SIGSTOP');
     },
     async mendStore(variant) {
       if (variant === 'freeze') {
-        for (const pid of frozen) signal(pid, 'SIGCONT');
-        frozen = [];
         server.resume();
       } else if (!stopped) {
         await server.start();
@@ -121,39 +114,6 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
       return server.stop();
     },
   };
-}
-
-/** descendantsOf lists every process below `root` (from /proc), children first. */
-export function descendantsOf(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      // The command may contain spaces and parentheses; the parent pid follows the last ')'.
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  const out: number[] = [];
-  const queue = [root];
-  while (queue.length) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // gone already
-  }
 }
 
 async function startSqlite(dir: string): Promise<RunningStore> {
