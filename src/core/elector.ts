@@ -461,8 +461,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     }
     if (result.ok) {
       l.record = result.record;
-      l.renewStartMs = startMs;
-      this.armDeadline(l);
+      l.renewStartMs = startMs; // the deadline timer, already set, reads the new deadline when it fires
       this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - startMs });
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
       return this.scheduleRenewal(startMs);
