@@ -1,12 +1,12 @@
 /**
  * The stores the bench measures, as one table: a store added to STORE_KINDS (with a server in
- * test/harness/servers.ts and a counter in counters.ts) is measured by every measurement and
+ * infra/servers/ and a counter in counters.ts) is measured by every measurement and
  * appears in every report table without further changes. A kind whose URL scheme is not
  * registered in src/core/store-url.ts is skipped with a note.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/core/store-url.js';
 import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 

@@ -2,7 +2,7 @@
  * chaos/run.ts — `npm run chaos -- --store KIND [--candidates N] [--duration D] [--faults LIST]
  * [--seed S] [--json FILE]`: a Jepsen-style hunt for mutual-exclusion violations.
  *
- * It starts the store's server (test/harness/servers.ts), the fenced register, one partition
+ * It starts the store's server (infra/servers/), the fenced register, one partition
  * proxy per candidate for network stores, and N candidate processes; injects the seeded fault
  * schedule for the given duration; lets the last failover settle; stops everything; and has
  * the checker judge the logs. Markdown goes to stdout, the full result to --json.

@@ -2,7 +2,7 @@
  * The store kinds a chaos run can target, and how the harness runs each one's server and
  * breaks it. Adding a store is one entry in STORE_KINDS.
  *
- * Network stores run from test/harness/servers.ts on a free loopback port; their store fault
+ * Network stores run from infra/servers/ on a free loopback port; their store fault
  * either SIGKILLs the server and starts it again on the same data (`restart`) or freezes it
  * and every process below it with SIGSTOP until SIGCONT (`freeze`). SQLite has no server: its store fault holds an
  * exclusive write transaction on the database file (`lock`), which is what another process
@@ -11,7 +11,7 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/core/store-url.js';
 import type { Database } from 'better-sqlite3';
 

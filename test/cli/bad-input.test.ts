@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { parseStoreUrl } from '../../src/core/store-url.js';
 import { ROOT, TempDir, cleanEnv, lines, runCli, waitFor } from '../harness/cli.js';
-import { freePort } from '../harness/servers.js';
+import { freePort } from '../../infra/servers/index.js';
 
 const dir = new TempDir();
 const store = dir.sqlite('bad.db');

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { PostgresServer } from '../harness/servers.js';
+import { PostgresServer } from '../../infra/servers/index.js';
 import { InvalidConfigError } from '../../src/core/errors.js';
 import { StaleTermError, ensureFenceSchema, fencedQuery, isStaleTermError, withFence } from '../../src/jobs/fencing.js';
 

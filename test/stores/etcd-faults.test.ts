@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { open } from '../../src/stores/etcd/open.js';
 import { waitFor } from '../../src/testing/conformance/context.js';
 import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
-import { EtcdServer, freePort } from '../harness/servers.js';
+import { EtcdServer, freePort } from '../../infra/servers/index.js';
 
 const server = await new EtcdServer().start();
 after(() => server.stop());

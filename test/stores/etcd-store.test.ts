@@ -16,7 +16,7 @@ import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.j
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
 import { open } from '../../src/stores/etcd/open.js';
-import { EtcdServer, freePort, requireBinary } from '../harness/servers.js';
+import { EtcdServer, freePort, requireBinary } from '../../infra/servers/index.js';
 
 const ETCDCTL = requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
 const TIMING = { leaseDurationMs: 2_000, renewDeadlineMs: 1_400, retryPeriodMs: 200 };

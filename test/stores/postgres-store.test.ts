@@ -12,7 +12,7 @@ import type { LeaseRecord, LeaseWrite } from '../../src/core/store.js';
 import { parsePostgresUrl } from '../../src/stores/postgres/config.js';
 import { describePgError } from '../../src/stores/postgres/errors.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { PostgresServer, freePort } from '../harness/servers.js';
+import { PostgresServer, freePort } from '../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 const admin = new pg.Client({ connectionString: server.url });

@@ -13,7 +13,7 @@ import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.j
 import { LeaderElector } from '../../src/core/elector.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { parseRedisUrl } from '../../src/stores/redis/options.js';
-import { freePort, RedisServer } from '../harness/servers.js';
+import { freePort, RedisServer } from '../../infra/servers/index.js';
 
 const server = await new RedisServer().start();
 const admin = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
