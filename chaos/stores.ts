@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/core/store-url.js';
+import { parseStoreUrl } from '../src/stores/registry.js';
 import type { Database } from 'better-sqlite3';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
@@ -44,7 +44,7 @@ export interface RunningStore {
 export interface ChaosStoreKind {
   /** The name given to --store. */
   readonly name: string;
-  /** The URL scheme, which must be registered in src/core/store-url.ts SCHEMES. */
+  /** The URL scheme, which must be registered in src/stores/registry.ts. */
   readonly scheme: string;
   /** Whether candidates reach it over TCP (partitions apply). */
   readonly network: boolean;
@@ -74,7 +74,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   },
 });
 
-/** isRegistered tells whether baton itself can open this kind of store (its scheme is in SCHEMES). */
+/** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
   try {
     parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);

@@ -12,8 +12,8 @@ export type {
   ElectorEvents,
 } from './core/elector.js';
 export { DEFAULT_TIMING, resolveTiming, validateLockName, validateIdentity, type Timing } from './core/options.js';
-export { openStore, parseStoreUrl, defaultStoreUrl, defaultStorePath, redactUrl, registerStoreScheme } from './core/store-url.js';
-export type { StoreModule, StoreOpenOptions } from './core/store-url.js';
+export { openStore, parseStoreUrl, defaultStoreUrl, defaultStorePath, redactUrl, registerStore, registeredStores, type ParsedStoreUrl } from './stores/registry.js';
+export type { StoreDescriptor, StoreOpenOptions } from './core/store-descriptor.js';
 export type {
   LeaseStore,
   LeaseRecord,

@@ -8,7 +8,7 @@ import { BatonError, ExitCode, InvalidConfigError, UsageError, errorMessage } fr
 import { parseDuration } from '../core/duration.js';
 import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
 import { defaultIdentity } from '../core/identity.js';
-import { defaultStoreUrl, openStore, redactUrl } from '../core/store-url.js';
+import { defaultStoreUrl, openStore, redactUrl } from '../stores/registry.js';
 import type { LeaseStore } from '../core/store.js';
 
 /** Options every lease-using command accepts. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { parseStoreUrl } from '../../src/core/store-url.js';
+import { parseStoreUrl } from '../../src/stores/registry.js';
 import { ROOT, TempDir, cleanEnv, lines, runCli, waitFor } from '../harness/cli.js';
 import { freePort } from '../../infra/servers/index.js';
 

@@ -11,11 +11,11 @@ import { promisify } from 'node:util';
 import { LeaderElector } from '../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
 import { requestStepDown } from '../../src/core/step-down.js';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
-import { open } from '../../src/stores/etcd/open.js';
+const open = async (url: string) => EtcdStore.fromUrl(url);
 import { EtcdServer, freePort, requireBinary } from '../../infra/servers/index.js';
 
 const ETCDCTL = requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
