@@ -8,7 +8,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { planFaults } from '../../chaos/faults.js';
-import { PartitionProxy } from '../../chaos/proxy.js';
+import { PartitionProxy } from '../../infra/proxy.js';
 import { Random } from '../../chaos/random.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

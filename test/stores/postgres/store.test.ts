@@ -6,13 +6,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { InvalidConfigError, StoreClosedError, StoreUnavailableError } from '../../src/core/errors.js';
-import { openStore, parseStoreUrl } from '../../src/stores/registry.js';
-import type { LeaseRecord, LeaseWrite } from '../../src/core/store.js';
-import { parsePostgresUrl } from '../../src/stores/postgres/config.js';
-import { describePgError } from '../../src/stores/postgres/errors.js';
-import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { PostgresServer, freePort } from '../../infra/servers/index.js';
+import { InvalidConfigError, StoreClosedError, StoreUnavailableError } from '../../../src/core/errors.js';
+import { openStore, parseStoreUrl } from '../../../src/stores/registry.js';
+import type { LeaseRecord, LeaseWrite } from '../../../src/core/store.js';
+import { parsePostgresUrl } from '../../../src/stores/postgres/config.js';
+import { describePgError } from '../../../src/stores/postgres/errors.js';
+import { PostgresStore } from '../../../src/stores/postgres/index.js';
+import { PostgresServer, freePort } from '../../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 const admin = new pg.Client({ connectionString: server.url });

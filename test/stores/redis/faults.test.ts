@@ -11,10 +11,10 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { RedisStore } from '../../src/stores/redis/index.js';
-import { waitFor } from '../../src/testing/conformance/context.js';
-import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
-import { RedisServer } from '../../infra/servers/index.js';
+import { RedisStore } from '../../../src/stores/redis/index.js';
+import { waitFor } from '../../../src/testing/conformance/context.js';
+import { FaultHarness, TIMING } from '../../harness/fault-candidates.js';
+import { RedisServer } from '../../../infra/servers/index.js';
 
 const server = await new RedisServer().start();
 after(() => server.stop());

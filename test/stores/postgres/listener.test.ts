@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ChangeFeed, type ListenClient } from '../../src/stores/postgres/listener.js';
+import { ChangeFeed, type ListenClient } from '../../../src/stores/postgres/listener.js';
 
 class ScriptedClient extends EventEmitter implements ListenClient {
   readonly statements: string[] = [];

@@ -13,10 +13,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { waitFor } from '../../src/testing/conformance/context.js';
-import { FaultHarness, TIMING, type Pausable } from '../harness/fault-candidates.js';
-import { PostgresServer } from '../../infra/servers/index.js';
+import { PostgresStore } from '../../../src/stores/postgres/index.js';
+import { waitFor } from '../../../src/testing/conformance/context.js';
+import { FaultHarness, TIMING, type Pausable } from '../../harness/fault-candidates.js';
+import { PostgresServer } from '../../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 after(() => server.stop());

@@ -7,13 +7,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
-import { openStore, parseStoreUrl } from '../../src/stores/registry.js';
-import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
-import { LeaderElector } from '../../src/core/elector.js';
-import { RedisStore } from '../../src/stores/redis/index.js';
-import { parseRedisUrl } from '../../src/stores/redis/options.js';
-import { freePort, RedisServer } from '../../infra/servers/index.js';
+import { InvalidConfigError, StoreUnavailableError } from '../../../src/core/errors.js';
+import { openStore, parseStoreUrl } from '../../../src/stores/registry.js';
+import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../../src/core/store.js';
+import { LeaderElector } from '../../../src/core/elector.js';
+import { RedisStore } from '../../../src/stores/redis/index.js';
+import { parseRedisUrl } from '../../../src/stores/redis/options.js';
+import { freePort, RedisServer } from '../../../infra/servers/index.js';
 
 const server = await new RedisServer().start();
 const admin = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });

@@ -11,11 +11,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Etcd3, IDuplexStream, ITxnRequest } from 'etcd3';
-import type { LeaseRecord, LeaseWrite, RenewRequest } from '../../src/core/store.js';
-import { createClient } from '../../src/stores/etcd/client.js';
-import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
-import { EtcdStore } from '../../src/stores/etcd/index.js';
-import { EtcdServer } from '../../infra/servers/index.js';
+import type { LeaseRecord, LeaseWrite, RenewRequest } from '../../../src/core/store.js';
+import { createClient } from '../../../src/stores/etcd/client.js';
+import { parseEtcdUrl } from '../../../src/stores/etcd/config.js';
+import { EtcdStore } from '../../../src/stores/etcd/index.js';
+import { EtcdServer } from '../../../infra/servers/index.js';
 
 const LEASES = 2500;
 /** The store's own bounds (src/stores/etcd/chunks.ts, watch-hub.ts, etcd's --max-txn-ops). */

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { LeaseWrite } from '../../src/core/store.js';
-import { decodeLease, decodeWriteReply, encodeData } from '../../src/stores/redis/codec.js';
+import type { LeaseWrite } from '../../../src/core/store.js';
+import { decodeLease, decodeWriteReply, encodeData } from '../../../src/stores/redis/codec.js';
 
 const writes: LeaseWrite[] = [
   { holder: 'a', newTerm: false, leaseDurationMs: 15000, acquiredAt: 1763700000123.4, renewedAt: 1763700002123.6, transitions: 3, stepDownRequested: false, metadata: Object.freeze({ hostname: 'h"1', pid: 7, nested: { x: [1, 'é'] } }) },

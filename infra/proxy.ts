@@ -1,6 +1,7 @@
 /**
- * PartitionProxy stands between one candidate and a network store, so the harness can cut that
- * candidate off while everyone else keeps talking to the store.
+ * PartitionProxy stands between clients and a network store on loopback, so a harness can cut
+ * them off (chaos: one candidate's proxy; the conformance suite's `cutConnections`: every
+ * handle's connections) while the server stays up. Shared by chaos runs and tests.
  *
  * - `blackhole`: every connection stays open but nothing is forwarded either way; bytes wait
  *   in socket buffers and arrive after the heal, as TCP retransmission would deliver them after
@@ -47,6 +48,11 @@ export class PartitionProxy {
       if (mode === 'reset') this.reset(pair);
       else this.hold(pair);
     }
+  }
+
+  /** cutAll resets every open connection and keeps accepting new ones (a dropped connection, not a partition). */
+  cutAll(): void {
+    for (const pair of [...this.pairs]) this.reset(pair);
   }
 
   /** heal forwards again; held bytes flow on. */
