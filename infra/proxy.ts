@@ -101,8 +101,15 @@ export class PartitionProxy {
   private reset(pair: Pair): void {
     this.pairs.delete(pair);
     for (const s of [pair.client, pair.upstream]) {
+      if (s.destroyed) continue;
+      // A socket still connecting has nothing to reset; and resetAndDestroy() on it can leave a
+      // TCP handle that never finishes closing, spinning Node at exit.
+      if (s.pending || s.connecting) {
+        s.destroy();
+        continue;
+      }
       try {
-        if (!s.destroyed) s.resetAndDestroy();
+        s.resetAndDestroy();
       } catch {
         s.destroy();
       }

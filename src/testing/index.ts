@@ -13,5 +13,5 @@ export {
   type ConformanceOptions,
   type StoreFaults,
 } from './conformance/index.js';
-export { Candidates, faultTiming, STEP_DOWN_SLACK_MS, type FaultTiming, type Transition } from './conformance/candidates.js';
+export { Candidates, recordEscapes, faultTiming, STEP_DOWN_SLACK_MS, type FaultTiming, type Transition } from './conformance/candidates.js';
 export { uniqueLock, waitFor, acquireWrite, keepWrite } from './conformance/context.js';

@@ -125,6 +125,20 @@ export class Candidates<S extends LeaseStore = LeaseStore> {
     return stopped;
   }
 
+  /**
+   * assertRecoversFromCuts, after connections were cut under held-up renewals: the failures were
+   * reported as store errors (more than `errorsBefore`), a leader renews again on fresh
+   * connections, every step-down was for the deadline or a loss, and leaderships never overlapped.
+   */
+  async assertRecoversFromCuts(errorsBefore: number): Promise<void> {
+    assert.ok(this.storeErrors > errorsBefore, 'the cut renewals were reported as store errors');
+    const leader = await this.leader();
+    const renewedAt = this.lastWriteStart.get(leader.who)!;
+    await waitFor(() => this.lastWriteStart.get(leader.who)! > renewedAt, this.timing.leaseDurationMs * 2, 'a renewal on fresh connections');
+    this.assertNoOverlap();
+    for (const t of this.log) if (t.kind === 'stopped') assert.ok(['renew-deadline', 'lost'].includes(t.reason!), `stopped: ${t.reason}`);
+  }
+
   /** stop stops every elector, then closes every store handle; calling it again waits for the first call. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
@@ -133,4 +147,22 @@ export class Candidates<S extends LeaseStore = LeaseStore> {
     })();
     return this.stopping;
   }
+}
+
+/**
+ * recordEscapes collects what escapes as `uncaughtException` / `unhandledRejection` from now on.
+ * `take()` returns and forgets what escaped so far; `stop()` removes the listeners.
+ */
+export function recordEscapes(): { take(): unknown[]; stop(): void } {
+  const escaped: unknown[] = [];
+  const onEscape = (err: unknown) => escaped.push(err);
+  process.on('uncaughtException', onEscape);
+  process.on('unhandledRejection', onEscape);
+  return {
+    take: () => escaped.splice(0),
+    stop: () => {
+      process.off('uncaughtException', onEscape);
+      process.off('unhandledRejection', onEscape);
+    },
+  };
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { Candidates, faultTiming } from './candidates.js';
-import { Handles, faultsOf, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquireWrite, faultsOf, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
 /**
  * faultTests registers the fault scenarios whose hooks `o.faults` gives, each with real
@@ -156,6 +156,11 @@ export function faultTests(o: ConformanceOptions, caps: { notify: boolean }): vo
           await f.cutFeed!();
           await waitFor(() => heard.some((h) => h.record === undefined && !h.live), 5_000, 'a wake-up while the feed is down');
           await waitFor(() => liveOf(store) && heard.some((h) => h.record === undefined && h.live), 10_000, 'a wake-up once the feed is back');
+          // The feed that came back carries changes again.
+          const before = heard.length;
+          const w = await (await handles.get()).write(lock, null, acquireWrite('alice'));
+          assert.ok(w.ok);
+          await waitFor(() => heard.length > before, 5_000, 'a change heard on the feed that came back');
           stop();
         } finally {
           await handles.closeAll();

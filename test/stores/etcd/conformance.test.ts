@@ -24,7 +24,6 @@ await storeConformanceSuite({
   minLeaseMs: 2000,
   callTimeoutMs: 2_500,
   faults: {
-    restart: () => server.restart(),
     kill: () => server.kill(),
     start: async () => void (await server.start()),
     freeze: async () => server.pause(),
