@@ -102,9 +102,9 @@ export class PartitionProxy {
     this.pairs.delete(pair);
     for (const s of [pair.client, pair.upstream]) {
       if (s.destroyed) continue;
-      // A socket still connecting has nothing to reset; and resetAndDestroy() on it can leave a
-      // TCP handle that never finishes closing, spinning Node at exit.
-      if (s.pending || s.connecting) {
+      // resetAndDestroy() on a socket still connecting, or one whose end() (a shutdown request)
+      // is under way, leaves a TCP handle that never closes and spins Node at exit: destroy those.
+      if (s.pending || s.connecting || s.writableEnded) {
         s.destroy();
         continue;
       }
