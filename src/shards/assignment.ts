@@ -77,29 +77,21 @@ export function ownerNames(a: ShardAssignment): string[] {
 }
 
 /**
- * standbyShards returns the shards, owned by others, that `member` scores best after their
- * owner: the ones it most likely inherits if the owner leaves. A member watches these too, so it
- * has already seen their leases run out by the time it finds the owner gone.
+ * heirShards returns the shards, owned by other members, that `member` would receive if their
+ * owner alone left: for each other member, the next assignment without it, exactly as the
+ * survivors will compute it. A member watches these shards too, so by the time it finds their
+ * owner gone it has already seen their leases run out.
  */
-export function standbyShards(group: string, a: ShardAssignment, member: string): number[] {
-  const me = a.members.indexOf(member);
-  if (me < 0) return [];
-  const seeds = a.members.map((m) => hash32(`${group}\u0000${m}`));
+export function heirShards(group: string, shards: number, a: ShardAssignment, member: string): number[] {
   const out: number[] = [];
-  for (let s = 0; s < a.owners.length; s++) {
-    const owner = a.owners[s]!;
-    if (owner === me) continue;
-    const shardSeed = mix32(s + 0x9e3779b9);
-    const mine = mix32(shardSeed ^ seeds[me]!);
-    let best = true;
-    for (let m = 0; m < a.members.length && best; m++) {
-      if (m === me || m === owner) continue;
-      const other = mix32(shardSeed ^ seeds[m]!);
-      if (other > mine || (other === mine && m < me)) best = false;
-    }
-    if (best) out.push(s);
+  if (!a.members.includes(member)) return out;
+  for (let x = 0; x < a.members.length; x++) {
+    if (a.members[x] === member || !a.owners.includes(x)) continue;
+    const without = nextAssignment(group, shards, a, a.members.filter((_, i) => i !== x));
+    const me = without.members.indexOf(member);
+    for (let s = 0; s < a.owners.length; s++) if (a.owners[s] === x && without.owners[s] === me) out.push(s);
   }
-  return out;
+  return out.sort((p, q) => p - q);
 }
 
 /** hash32 is FNV-1a over the string's UTF-16 code units, then mixed. */

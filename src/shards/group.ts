@@ -10,8 +10,7 @@
  *   3. campaigns, with one LeaderElector each, for the shards assigned to it; an elector never
  *      takes a lease that has not expired, so a shard still held elsewhere is waited for, and
  *      the store's notification wakes the campaign the moment it is released. It also watches,
- *      without campaigning (gate.ts), the shards it would most likely inherit if their owner
- *      died, so when the owner is found dead their leases have already been seen expiring and
+ *      without campaigning (gate.ts), the shards it would inherit if their owner died, so when the owner is found dead their leases have already been seen expiring and
  *      are taken at once: a crashed member's shards move within a lease and a retry period;
  *   4. gives up shards assigned to someone else: a standby elector simply stops; a held shard is
  *      resigned (its work's signal aborts, `released` is emitted, then the lease is released) —
@@ -26,7 +25,7 @@ import { InvalidConfigError, errorMessage } from '../core/errors.js';
 import { defaultIdentity } from '../core/identity.js';
 import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
 import type { HolderMetadata, LeaseStore } from '../core/store.js';
-import { standbyShards, type ShardAssignment } from './assignment.js';
+import { heirShards, type ShardAssignment } from './assignment.js';
 import { GatedStore } from './gate.js';
 import { Membership, type MemberView } from './membership.js';
 
@@ -97,6 +96,9 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   private running = false;
   private cycle?: Promise<void>;
   private assignment: ShardAssignment = { members: [], owners: [] };
+  private heirs: number[] = [];
+  /** The assignment `heirs` was computed for (as text), so it is recomputed only on a change. */
+  private heirsOf?: string;
 
   constructor(options: ShardGroupOptions) {
     super();
@@ -184,7 +186,10 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     const me = assignment.members.indexOf(this.identity);
     const before = this.desired;
     this.desired = new Set(me < 0 ? [] : assignment.owners.flatMap((m, s) => (m === me ? [s] : [])));
-    const watched = new Set([...this.desired, ...standbyShards(this.group, assignment, this.identity)]);
+    const key = `${assignment.members.join('\n')}|${assignment.owners.join(',')}`;
+    if (key !== this.heirsOf) this.heirs = heirShards(this.group, this.shards, assignment, this.identity);
+    this.heirsOf = key;
+    const watched = new Set([...this.desired, ...this.heirs]);
     // 3. Campaign for what is ours; watch what we would inherit; wake campaigns that may now acquire.
     for (const s of watched) if (!this.electors.has(s)) this.campaign(s);
     for (const s of this.desired) if (!before.has(s)) this.gated.open(shardLock(this.group, s));

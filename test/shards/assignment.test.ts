@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { assignShards, movedShards, nextAssignment, ownerNames, standbyShards } from '../../src/shards/assignment.js';
+import { assignShards, heirShards, movedShards, nextAssignment, ownerNames } from '../../src/shards/assignment.js';
 
 const members = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `m${i + from}`);
 const loads = (owners: readonly string[]) => {
@@ -49,11 +49,17 @@ describe('shard assignment', () => {
     assert.ok(Math.max(...loads(ownerNames(left))) - Math.min(...loads(ownerNames(left))) <= 1);
   });
 
-  test('standby shards: each shard owned by someone else has exactly one standby among the others', () => {
-    const a = nextAssignment('g', 40, null, members(5));
-    const counts = new Array(40).fill(0);
-    for (const m of members(5)) for (const s of standbyShards('g', a, m)) counts[s]++;
-    assert.deepEqual(counts, new Array(40).fill(1));
+  test('heirs: each shard has exactly one heir, and it is the member that gets the shard when its owner leaves', () => {
+    const ms = members(5);
+    const a = nextAssignment('g', 40, null, ms);
+    const heirOf = new Map<number, string>();
+    for (const m of ms) for (const s of heirShards('g', 40, a, m)) {
+      assert.ok(!heirOf.has(s), `shard ${s} has two heirs`);
+      heirOf.set(s, m);
+    }
+    assert.equal(heirOf.size, 40);
+    const without = ownerNames(nextAssignment('g', 40, a, ms.filter((m) => m !== 'm2')));
+    for (let s = 0; s < 40; s++) if (ownerNames(a)[s] === 'm2') assert.equal(without[s], heirOf.get(s));
   });
 
   test('edge cases: no members, one member, more members than shards', () => {
