@@ -34,7 +34,7 @@ export interface ShardGroupOptions extends Partial<Timing> {
   store: LeaseStore;
   /** The group's name; shard `i` is the lock `<group>/shard/<i>`. Same rules as a lock name. */
   group: string;
-  /** How many shards the group has (1–100,000); every member must give the same number. */
+  /** How many shards the group has (1–10,000); every member must give the same number. */
   shards: number;
   /** This member's identity; give a stable one (a pod or instance name) to get its shards back after a restart. */
   identity?: string;
@@ -66,7 +66,8 @@ export interface ShardGroupEvents {
   storeError: [Error];
 }
 
-const MAX_SHARDS = 100_000;
+/** MAX_SHARDS keeps the assignment record within one ledger value (64 KiB). */
+const MAX_SHARDS = 10_000;
 
 /** shardLock is the lock name of one shard. */
 export function shardLock(group: string, shard: number): string {
