@@ -28,10 +28,11 @@ const SCHEMES: Record<string, () => Promise<StoreModule>> = {
   postgres: () => import('../stores/postgres/open.js'),
   postgresql: () => import('../stores/postgres/open.js'),
   etcd: () => import('../stores/etcd/open.js'),
+  k8s: () => import('../stores/k8s/open.js'),
 };
 
 /** KNOWN_SCHEMES lists every scheme baton names, implemented or planned, for error messages. */
-const PLANNED = ['k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
 
 /** registerStoreScheme adds a scheme at run time (for stores shipped outside this package). */
 export function registerStoreScheme(scheme: string, load: () => Promise<StoreModule>): void {
