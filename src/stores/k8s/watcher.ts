@@ -39,6 +39,7 @@ export class LeaseWatch {
   private readonly abort = new AbortController();
   private liveNow = false;
   private version?: string;
+  private listedOnce = false;
   private wake?: () => void;
 
   constructor(private readonly o: LeaseWatchOptions) {}
@@ -70,7 +71,9 @@ export class LeaseWatch {
           const list = res.body as unknown as LeaseList;
           this.version = list.metadata?.resourceVersion;
           if (this.stopped) return;
-          this.o.onChange(list.items?.[0] ?? null);
+          // The first list only starts the watch; a later one follows a gap: tell the listeners.
+          if (this.listedOnce) this.o.onChange(list.items?.[0] ?? null);
+          this.listedOnce = true;
         }
         const timeoutSeconds = Math.max(1, Math.round(this.o.watchTimeoutMs / 1000));
         const path = `${this.o.leasesPath}?watch=1&${selector}&allowWatchBookmarks=true&timeoutSeconds=${timeoutSeconds}` +

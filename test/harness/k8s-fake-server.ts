@@ -1,0 +1,99 @@
+/**
+ * K8sFakeServer runs the fake API server (k8s-fake.ts — a fake, since no kube-apiserver can run
+ * here) as its own process on a free loopback port, over HTTPS with a certificate authority made
+ * by openssl for this server alone, and writes a kubeconfig (YAML, as kubectl writes one:
+ * https server, certificate-authority-data, a bearer token) that tests pass through KUBECONFIG.
+ * Like the other managed servers it can be killed, restarted with its data, paused and resumed.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ManagedServer, requireBinary, waitForPort } from './servers.js';
+
+const FAKE = fileURLToPath(new URL('./k8s-fake.ts', import.meta.url));
+
+/** K8sFakeServer: see the header comment. */
+export class K8sFakeServer extends ManagedServer {
+  readonly token = `baton-test-${Math.random().toString(36).slice(2)}`;
+  constructor(private readonly options: { history?: number } = {}) {
+    super('k8s-fake');
+    requireBinary(['/usr/bin/openssl'], 'openssl');
+  }
+
+  /** kubeconfig is the path of a kubeconfig that reaches this server (context "fake", namespace "default"). */
+  get kubeconfig(): string {
+    return join(this.dir, 'kubeconfig');
+  }
+
+  /** server is the API server's URL. */
+  get server(): string {
+    return `https://127.0.0.1:${this.port}`;
+  }
+
+  /** ca is the PEM of the certificate authority that signed the server's certificate. */
+  get ca(): string {
+    return readFileSync(join(this.dir, 'ca.crt'), 'utf8');
+  }
+
+  /** url is the store URL for `namespace`, with this server's kubeconfig named in it. */
+  url(namespace = 'default'): string {
+    return `k8s://${namespace}?kubeconfig=${encodeURIComponent(this.kubeconfig)}`;
+  }
+
+  /** cut asks the server to drop every open connection (a cut network, without a restart). */
+  async cut(): Promise<void> {
+    const r = spawnSync('curl', ['-sS', '--cacert', join(this.dir, 'ca.crt'), '-H', `Authorization: Bearer ${this.token}`, '-X', 'POST', `${this.server}/fake/cut`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`cut failed: ${r.stderr}`);
+  }
+
+  protected override async prepare(): Promise<void> {
+    const ssl = (...a: string[]) => {
+      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`openssl ${a[0]} failed: ${r.stderr}`);
+    };
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3', '-subj', '/CN=baton-fake-apiserver-ca',
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+    writeFileSync(join(this.dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '3', '-extfile', 'server.ext');
+    const caData = readFileSync(join(this.dir, 'ca.crt')).toString('base64');
+    writeFileSync(this.kubeconfig, [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- cluster:',
+      `    certificate-authority-data: ${caData}`,
+      `    server: ${this.server}`,
+      '  name: fake',
+      'contexts:',
+      '- context:',
+      '    cluster: fake',
+      '    namespace: default',
+      '    user: baton',
+      '  name: fake',
+      'current-context: fake',
+      'preferences: {}',
+      'users:',
+      '- name: baton',
+      '  user:',
+      `    token: ${this.token}`,
+      '',
+    ].join('\n'));
+  }
+
+  protected override command() {
+    const tsx = fileURLToPath(import.meta.resolve('tsx'));
+    return {
+      bin: process.execPath,
+      args: ['--import', tsx, FAKE, '--port', String(this.port), '--state', join(this.dir, 'state.json'),
+        '--cert', join(this.dir, 'server.crt'), '--key', join(this.dir, 'server.key'), '--token', this.token,
+        '--history', String(this.options.history ?? 1000)],
+    };
+  }
+
+  protected override async ready(): Promise<void> {
+    await waitForPort(this.port, 30_000, this.child);
+  }
+}
