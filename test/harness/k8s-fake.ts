@@ -238,9 +238,15 @@ function watch(req: IncomingMessage, res: ServerResponse, ns: string, q: URLSear
   const from = q.get('resourceVersion');
   res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
   res.flushHeaders();
-  const write = (e: { type: string; object: unknown }) => res.write(`${JSON.stringify(e)}\n`);
+  const write = (e: { type: string; object: unknown }) => {
+    if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(e)}\n`);
+  };
   const timeoutS = Number(q.get('timeoutSeconds') ?? 1800);
-  const timer = setTimeout(() => res.end(), timeoutS * 1000);
+  const timer = setTimeout(() => {
+    done();
+    res.end();
+  }, timeoutS * 1000);
+  res.on('error', () => done());
   const w = { match: matches, send: (e: Event) => write({ type: e.type, object: e.object }) };
   const done = () => {
     clearTimeout(timer);
