@@ -164,7 +164,7 @@ async function body(req: IncomingMessage): Promise<Obj> {
 
 function stamp(obj: Obj, ns: string, name: string, old?: Obj): Obj {
   state.rv += 1;
-  const metadata = { ...obj.metadata, name, namespace: ns, resourceVersion: String(state.rv), uid: old?.metadata.uid ?? randomUUID(), creationTimestamp: old?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+  const metadata: Record<string, any> = { ...obj.metadata, name, namespace: ns, resourceVersion: String(state.rv), uid: old?.metadata.uid ?? randomUUID(), creationTimestamp: old?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
   delete metadata.managedFields;
   if (metadata.annotations && Object.keys(metadata.annotations).length === 0) delete metadata.annotations;
   if (metadata.labels && Object.keys(metadata.labels).length === 0) delete metadata.labels;
