@@ -126,7 +126,12 @@ export class K8sStore implements LeaseStore {
       if (raised === undefined) return { ok: false };
       term = raised;
     }
-    // 3. The conditional write itself.
+    // 3. The conditional write itself. leaseTransitions counts changes of holder the way
+    //    client-go does (taking the Lease from someone else, or from "", adds one).
+    if (next.newTerm && base) {
+      const previous = Number(base.spec?.leaseTransitions) > 0 ? Number(base.spec.leaseTransitions) : 0;
+      next = { ...next, transitions: (base.spec?.holderIdentity ?? '') === (next.holder ?? '') ? previous : previous + 1 };
+    }
     const lease = toLease(name, lock, next, term, base);
     const res = base
       ? await this.call('PUT', `${this.leasesPath}/${name}`, lease)
