@@ -26,6 +26,11 @@ export class K8sFakeServer extends ManagedServer {
     return join(this.dir, 'kubeconfig');
   }
 
+  /** kubeconfigWithCert is a JSON kubeconfig whose user authenticates with a client certificate (files beside it). */
+  get kubeconfigWithCert(): string {
+    return join(this.dir, 'kubeconfig-cert.json');
+  }
+
   /** server is the API server's URL. */
   get server(): string {
     return `https://127.0.0.1:${this.port}`;
@@ -58,6 +63,10 @@ export class K8sFakeServer extends ManagedServer {
     ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
     writeFileSync(join(this.dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
     ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '3', '-extfile', 'server.ext');
+    // A client certificate for user "baton-cert", signed by the same CA (kubeconfigWithCert).
+    ssl('req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=baton-cert/O=baton');
+    writeFileSync(join(this.dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
+    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '3', '-extfile', 'client.ext');
     const caData = readFileSync(join(this.dir, 'ca.crt')).toString('base64');
     writeFileSync(this.kubeconfig, [
       'apiVersion: v1',
@@ -81,6 +90,13 @@ export class K8sFakeServer extends ManagedServer {
       `    token: ${this.token}`,
       '',
     ].join('\n'));
+    // The same cluster, a user with a client certificate and key given as files, in JSON.
+    writeFileSync(this.kubeconfigWithCert, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'cert',
+      clusters: [{ name: 'fake', cluster: { server: this.server, 'certificate-authority': 'ca.crt' } }],
+      contexts: [{ name: 'cert', context: { cluster: 'fake', user: 'baton-cert', namespace: 'certs' } }],
+      users: [{ name: 'baton-cert', user: { 'client-certificate': 'client.crt', 'client-key': 'client.key' } }],
+    }));
   }
 
   protected override command() {
@@ -88,7 +104,7 @@ export class K8sFakeServer extends ManagedServer {
     return {
       bin: process.execPath,
       args: ['--import', tsx, FAKE, '--port', String(this.port), '--state', join(this.dir, 'state.json'),
-        '--cert', join(this.dir, 'server.crt'), '--key', join(this.dir, 'server.key'), '--token', this.token,
+        '--cert', join(this.dir, 'server.crt'), '--key', join(this.dir, 'server.key'), '--token', this.token, '--client-ca', join(this.dir, 'ca.crt'),
         '--history', String(this.options.history ?? 1000)],
     };
   }

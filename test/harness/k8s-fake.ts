@@ -17,7 +17,7 @@
  *     history; a version older than the history → an ERROR event with a 410 Expired Status, as
  *     after an etcd compaction), without one (or "0") synthetic ADDED events first; fieldSelector
  *     and labelSelector; timeoutSeconds ends the stream; newline-delimited JSON events;
- *   - bearer-token authentication (401 Unauthorized Status without the right token);
+ *   - bearer-token or client-certificate authentication (401 Unauthorized Status without either);
  *   - discovery (/api, /apis, /apis/coordination.k8s.io/v1, /version) so kubectl can talk to it.
  *
  * It runs as its own process over HTTPS (certificate made by the test with openssl), keeping
@@ -25,7 +25,7 @@
  * its objects and resourceVersion intact, and frozen with SIGSTOP. A test-only endpoint,
  * POST /fake/cut, drops every open connection (a cut network without a restart).
  *
- * Usage: node --import tsx test/harness/k8s-fake.ts --port P --state FILE --cert F --key F --token T [--history N]
+ * Usage: node --import tsx test/harness/k8s-fake.ts --port P --state FILE --cert F --key F --token T [--client-ca F] [--history N]
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
@@ -288,7 +288,9 @@ function discovery(path: string): unknown {
 }
 
 const sockets = new Set<Socket>();
-const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: readFileSync(args.get('key')!) }, (req, res) => {
+// Client certificates signed by --client-ca authenticate too (as the real server's --client-ca-file).
+const clientCa = args.get('client-ca');
+const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: readFileSync(args.get('key')!), ...(clientCa ? { ca: readFileSync(clientCa), requestCert: true, rejectUnauthorized: false } : {}) }, (req, res) => {
   const url = new URL(req.url ?? '/', `https://127.0.0.1:${port}`);
   const fail = (err: unknown) => {
     const e = err instanceof HttpError ? err : new HttpError(500, 'InternalError', String(err));
@@ -296,7 +298,8 @@ const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: 
     res.writeHead(e.code, { 'content-type': 'application/json' });
     res.end(JSON.stringify(status(e.code, e.reason, e.message, e.details)));
   };
-  if (req.headers.authorization !== `Bearer ${token}`) return fail(new HttpError(401, 'Unauthorized', 'Unauthorized'));
+  const certified = clientCa !== undefined && (req.socket as import('node:tls').TLSSocket).authorized === true;
+  if (req.headers.authorization !== `Bearer ${token}` && !certified) return fail(new HttpError(401, 'Unauthorized', 'Unauthorized'));
   if (req.method === 'POST' && url.pathname === '/fake/cut') {
     res.writeHead(200).end('cut\n', () => setImmediate(() => sockets.forEach((s) => s.destroy())));
     return;

@@ -111,6 +111,18 @@ describe('k8s credentials against the fake API server', () => {
     }
   });
 
+  it('a kubeconfig (JSON) whose user has a client certificate and key as files: mutual TLS, namespace from the context', async () => {
+    const store = new K8sStore({ url: `k8s://?kubeconfig=${encodeURIComponent(server.kubeconfigWithCert)}` });
+    try {
+      assert.equal(store.namespace, 'certs');
+      await store.verify();
+      assert.ok((await store.write('by-cert', null, acquireWrite('cert-holder'))).ok);
+      assert.equal((await store.read('by-cert'))?.holder, 'cert-holder');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a wrong token is an InvalidConfigError naming the 401; a closed port is StoreUnavailableError', async () => {
     const wrong = new K8sStore({ connection: { server: server.server, ca: server.ca, token: 'wrong' } });
     await assert.rejects(wrong.verify(), (e: Error) => e instanceof InvalidConfigError && /401/.test(e.message));
