@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { K8sStore } from '../../src/stores/k8s/index.js';
 import { waitFor } from '../../src/testing/conformance/context.js';
-import { FaultHarness } from '../harness/fault-candidates.js';
+import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
 import { K8sFakeServer } from '../harness/k8s-fake-server.js';
 
 const server = await new K8sFakeServer().start();
@@ -51,13 +51,10 @@ describe('k8s faults', () => {
     await group.leader();
     await sleep(500);
     const errorsBefore = group.storeErrors;
-    let cutsSeen = 0;
     for (let round = 0; round < 4; round++) {
       await server.cut();
-      await sleep(TIMING_RETRY + 300);
-      cutsSeen++;
+      await sleep(TIMING.retryPeriodMs + 300);
     }
-    assert.equal(cutsSeen, 4);
     // A cut between requests may cost nothing (keep-alive sockets are re-opened): only require
     // recovery, and that whatever failed was reported rather than thrown.
     const leader = await group.leader();
@@ -100,5 +97,3 @@ describe('k8s faults', () => {
     }
   });
 });
-
-const TIMING_RETRY = 200;
