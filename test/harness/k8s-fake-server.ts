@@ -48,8 +48,17 @@ export class K8sFakeServer extends ManagedServer {
 
   /** cut asks the server to drop every open connection (a cut network, without a restart). */
   async cut(): Promise<void> {
-    const r = spawnSync('curl', ['-sS', '--cacert', join(this.dir, 'ca.crt'), '-H', `Authorization: Bearer ${this.token}`, '-X', 'POST', `${this.server}/fake/cut`], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`cut failed: ${r.stderr}`);
+    this.admin('/fake/cut');
+  }
+
+  /** slowWrites makes the server hold every write for `ms` before applying it (0: no more). */
+  async slowWrites(ms: number): Promise<void> {
+    this.admin(`/fake/slow?ms=${ms}`);
+  }
+
+  private admin(path: string): void {
+    const r = spawnSync('curl', ['-sS', '--max-time', '5', '--cacert', join(this.dir, 'ca.crt'), '-H', `Authorization: Bearer ${this.token}`, '-X', 'POST', `${this.server}${path}`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${path} failed: ${r.stderr}`);
   }
 
   protected override async prepare(): Promise<void> {

@@ -23,7 +23,8 @@
  * It runs as its own process over HTTPS (certificate made by the test with openssl), keeping
  * its state in a JSON file written on every change, so it can be SIGKILLed and restarted with
  * its objects and resourceVersion intact, and frozen with SIGSTOP. A test-only endpoint,
- * POST /fake/cut, drops every open connection (a cut network without a restart).
+ * POST /fake/cut, drops every open connection (a cut network without a restart); another,
+ * POST /fake/slow?ms=N, holds every write for N ms first, so a cut can catch writes in flight.
  *
  * Usage: node --import tsx test/harness/k8s-fake.ts --port P --state FILE --cert F --key F --token T [--client-ca F] [--history N]
  */
@@ -171,7 +172,13 @@ function stamp(obj: Obj, ns: string, name: string, old?: Obj): Obj {
   return { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata, spec: obj.spec ?? {} };
 }
 
+/** Test-only: writes wait this long before they are applied (POST /fake/slow?ms=N), so a cut can catch one in flight. */
+let writeDelayMs = 0;
+
 async function leases(req: IncomingMessage, res: ServerResponse, url: URL, ns: string, name?: string): Promise<void> {
+  if (writeDelayMs > 0 && (req.method === 'PUT' || req.method === 'POST')) await new Promise((r) => setTimeout(r, writeDelayMs));
+  // A write whose connection was cut meanwhile is still applied (the harder case for the
+  // client: its write took effect, yet it saw only an error).
   const send = (code: number, o: unknown) => {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end(JSON.stringify(o));
@@ -300,6 +307,11 @@ const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: 
   };
   const certified = clientCa !== undefined && (req.socket as import('node:tls').TLSSocket).authorized === true;
   if (req.headers.authorization !== `Bearer ${token}` && !certified) return fail(new HttpError(401, 'Unauthorized', 'Unauthorized'));
+  if (req.method === 'POST' && url.pathname === '/fake/slow') {
+    writeDelayMs = Number(url.searchParams.get('ms') ?? 0);
+    res.writeHead(200).end('slow\n');
+    return;
+  }
   if (req.method === 'POST' && url.pathname === '/fake/cut') {
     res.writeHead(200).end('cut\n', () => setImmediate(() => sockets.forEach((s) => s.destroy())));
     return;
