@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { BATON_VERSION } from '../core/identity.js';
-import { ExitCode } from '../core/errors.js';
+import { ExitCode } from './exit-codes.js';
 import { printError } from './common.js';
 import { COMMANDS } from './commands/index.js';
 
