@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExitCode, exitCodeFor } from '../../src/cli/exit-codes.js';
+import { CommanderError } from 'commander';
+import { CliExit, ExitCode, exitCodeFor } from '../../src/cli/exit-codes.js';
 import { BatonError, InvalidConfigError, LeaseLostError, StoreClosedError, StoreUnavailableError, UsageError } from '../../src/core/errors.js';
 import { AwsRequestError, AwsUnavailableError } from '../../src/aws/errors.js';
 import { ReconcileError } from '../../src/aws/reconcile.js';
@@ -26,6 +27,8 @@ test('each condition maps to its exit code', () => {
   ];
   for (const [err, code] of cases) assert.equal(exitCodeFor(err), code, `${err.name}: ${err.message}`);
   assert.equal(exitCodeFor('not an error'), ExitCode.software);
+  assert.equal(exitCodeFor(new CommanderError(1, 'commander.unknownOption', 'x')), ExitCode.usage, 'a command line commander refused');
+  assert.equal(exitCodeFor(new CliExit(3)), 3, 'a code a command decided on');
 });
 
 test('errors carry no exit code of their own', () => {
