@@ -53,7 +53,11 @@ export interface TermRun {
   readonly done: Promise<TermOutcome>;
   /** signal forwards an operator's signal to the command's process group (remembered in the outcome). */
   signal(sig: NodeJS.Signals): void;
-  /** stop ends the command now: SIGTERM, then SIGKILL no later than the window allows (or `graceMs`). */
+  /**
+   * stop ends the command now: SIGTERM, then SIGKILL no later than the window allows (or
+   * `graceMs`). If the window still lasts, the outcome is `lost` with reason 'stopped' and
+   * onLost is not called.
+   */
   stop(graceMs?: number): void;
 }
 
@@ -74,6 +78,8 @@ export function runTerm(window: LeadershipWindow, command: TermCommand): TermRun
   const supervisor = new Supervisor(window, command.argv, batonEnv(window, command));
   let interrupted: NodeJS.Signals | undefined;
   let lostReason: StopReason | undefined;
+  /** Set when the caller stopped the command (shutdown, a job stopping): not a lost term. */
+  let stoppedByCaller = false;
   const lost = (reason: StopReason) => {
     if (lostReason !== undefined) return;
     lostReason = reason;
@@ -94,6 +100,8 @@ export function runTerm(window: LeadershipWindow, command: TermCommand): TermRun
     if (exit.spawnError) return { kind: 'not-started', code: ExitCode.commandNotFound, message: exit.spawnError, ...also };
     if (lostReason !== undefined) return { kind: 'lost', code, reason: lostReason, exit, overdue: false, ...also };
     // The watchdog ended it at the deadline: leadership ended first, whatever baton has seen.
+    // (Unless the caller asked for it: stop() moves the deadline to now.)
+    if (exit.stoppedAtDeadline && stoppedByCaller && !windowEnded(window)) return { kind: 'lost', code, reason: 'stopped', exit, overdue: false, ...also };
     if (exit.stoppedAtDeadline) {
       lost(window.signal.aborted ? (window.signal.reason as StopReason) : 'renew-deadline');
       return { kind: 'lost', code, reason: lostReason!, exit, overdue: false, ...also };
@@ -112,6 +120,7 @@ export function runTerm(window: LeadershipWindow, command: TermCommand): TermRun
       supervisor.signal(sig);
     },
     stop(graceMs) {
+      stoppedByCaller = true;
       supervisor.stop(graceMs);
     },
   };
