@@ -7,3 +7,5 @@ export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from
 export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
 export { EtcdServer } from './etcd.js';
+export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
+export { K8sFakeServer } from './k8s-fake.js';
