@@ -35,6 +35,7 @@ interface RenewItem {
  * - step-down flag: the leader key's value is rewritten with the same lease (create revision,
  *   hence term, unchanged; mod revision, hence `revision`, changed).
  * - release: the leader key is deleted in a txn guarded by its revision, then its lease revoked.
+ * - withdraw: a waiting candidate's lease is revoked, which deletes its key.
  */
 export class Election {
   constructor(
@@ -60,22 +61,23 @@ export class Election {
   }
 
   /**
-   * present shows the lowest key as the lock's record — except this handle's own candidate that
-   * has reached the front of the queue but was not yet claimed: that one reads as free, so its
-   * elector campaigns (and wins at once).
+   * present shows the lowest key as the lock's record. This handle's own candidate seen at the
+   * front but not yet claimed is no longer kept alive in the background (state `first`): its
+   * elector must campaign to claim it, or it expires within one TTL.
    */
   present(lock: string, kvs: readonly IKeyValue[]): LeaseRecord | null {
     const first = kvs[0];
     if (!first) return null;
     const own = this.registry.withKey(first.key);
-    if (own && own.state !== 'leading') {
-      if (own.state === 'queued') this.registry.setState(own, 'first');
-      return null;
-    }
+    if (own?.state === 'queued') this.registry.setState(own, 'first');
     return toRecord(lock, first);
   }
 
-  /** campaign puts this candidate's key (creating it if needed) and tells whether it leads. */
+  /**
+   * campaign puts this candidate's key (creating it if needed, else keeping its place) and tells
+   * whether it leads: its key has the lowest create revision. From a leading answer on, its
+   * lease lives only by renewals (see CandidateState).
+   */
   campaign(lock: string, next: LeaseWrite): Promise<WriteResult> {
     const identity = next.holder!;
     return this.registry.serial(lock, identity, async () => {
@@ -142,6 +144,14 @@ export class Election {
     this.registry.setState(c, 'queued');
     this.changed(c.lock, seen);
     return { ok: false, current: toRecord(c.lock, kvs[0]!) };
+  }
+
+  /** withdraw retires `holder`'s candidate of `lock` on this handle unless it leads (a leader releases). */
+  withdraw(lock: string, holder: string): Promise<void> {
+    return this.registry.serial(lock, holder, async () => {
+      const c = this.registry.get(lock, holder);
+      if (c && c.state !== 'leading') await this.retire(c);
+    });
   }
 
   /** enlist grants a lease for a new candidate: TTL = leaseDurationMs rounded up to whole seconds. */

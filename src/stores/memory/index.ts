@@ -76,7 +76,7 @@ const shared = new Map<string, MemoryBackend>();
 /** MemoryStore is a handle on a MemoryBackend; closing it does not drop the data. */
 export class MemoryStore implements LeaseStore {
   readonly kind = 'memory';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
+  readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: false });
   private closed = false;
   readonly ledger: Ledger = {
     get: async (key) => (this.check(), this.backend.entries.get(key) ?? null),
