@@ -9,7 +9,8 @@ export type { ConformanceOptions } from './context.js';
 
 /**
  * storeConformanceSuite registers, with node:test, the tests every baton store must pass:
- * create-if-absent, compare-and-set, release, batch renewal, listing, notification, expiry,
+ * create-if-absent, compare-and-set, release, batch renewal, listing (on a queue store: the
+ * queue section, queue.ts, in their place), notification, expiry,
  * the durable ledger, fencing monotonicity across release/delete/reopen (and restart, given `restart`), and a
  * concurrency fuzz test. A store's test file is one call plus the server it starts:
  *
