@@ -87,6 +87,16 @@ export class Election {
         await this.retire(candidate);
         candidate = undefined;
       }
+      if (candidate?.state === 'queued') {
+        // Still waiting behind others: a read tells, with no write to the raft log (an elector
+        // asks again every lease or so while it waits). Only a claim rewrites the key.
+        const seen = await this.candidates(lock);
+        const i = seen.kvs.findIndex((kv) => kv.key.toString() === candidate!.key);
+        if (i > 0) {
+          this.changed(lock, seen);
+          return { ok: false, current: toRecord(lock, seen.kvs[0]!) };
+        }
+      }
       for (let attempt = 0; attempt < 2; attempt++) {
         const fresh = !candidate;
         const c = candidate ?? (await this.enlist(lock, identity, next.leaseDurationMs));
