@@ -83,8 +83,13 @@ export class Election {
     return this.registry.serial(lock, identity, async () => {
       let candidate = this.registry.get(lock, identity);
       // A candidate already reported as leading must not be handed its term a second time.
+      // Its lease is revoked before it is forgotten: were the store unreachable (its elector
+      // stepped down in an outage), a key left behind would hold the lock for a whole TTL
+      // after the store is back; the campaign fails instead and the next one revokes it.
       if (candidate?.state === 'leading') {
-        await this.retire(candidate);
+        await this.revoke(candidate);
+        this.registry.remove(candidate);
+        this.changed(lock);
         candidate = undefined;
       }
       if (candidate?.state === 'queued') {
@@ -384,6 +389,15 @@ export class Election {
       revision: `${rev!.create}:${res.header.revision}`,
     });
     return { ok: true, record };
+  }
+
+  /** revoke revokes a candidate's lease (deleting its key); a lease already gone is fine. */
+  private async revoke(c: Candidate): Promise<void> {
+    try {
+      await this.rpc.call('lease revoke', (o) => this.rpc.client.leaseClient.leaseRevoke({ ID: c.leaseId }, o));
+    } catch (err) {
+      if (!leaseGone(err)) throw err;
+    }
   }
 
   /** retire forgets a candidate and revokes its lease (deleting its key, if still there). */
