@@ -9,7 +9,7 @@ import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason } from './elector-events.js';
 import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
-import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, WriteResult } from './store.js';
+import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
@@ -299,7 +299,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return record.holder === this.identity && record.metadata.instance === this.instance && !this.leadership;
   }
 
-  private acquisition(prior: LeaseRecord | null) {
+  private acquisition(prior: LeaseRecord | null): LeaseWrite {
     return acquisitionWrite(this.identity, this.timing.leaseDurationMs, this.clock.wallMs(), prior, this.metadata);
   }
 
