@@ -142,11 +142,11 @@ export class EtcdStore implements LeaseStore {
       subscribed = false;
       const lw = this.watches.get(lock);
       if (lw !== w) return;
-      // Its elector stopped (and withdrew, unless the store was unreachable): candidates of this
-      // lock still queued here would otherwise hold a place nobody claims. Electors still running
-      // queue again when they campaign.
-      for (const c of this.registry.ofLock(lock)) if (c.state !== 'leading') void this.election.retire(c);
       if (w.remove(listener)) {
+        // Nobody here watches the lock any more: candidates of it still queued would hold a
+        // place nobody claims. (A stopping elector withdraws its own; this catches the rest. Its
+        // siblings on the handle keep theirs: retiring them made each queue again at once.)
+        for (const c of this.registry.ofLock(lock)) if (c.state !== 'leading') void this.election.retire(c);
         w.close();
         this.watches.delete(lock);
       }
