@@ -4,6 +4,7 @@ export {
   storeConformanceSuite,
   resolveCapabilities,
   recordTests,
+  queueTests,
   fencingTests,
   notifyTests,
   ledgerTests,

@@ -2,7 +2,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../core/errors.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquireWrite, faultsOf, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire as acquireOn, acquireWrite, faultsOf, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
 /**
  * fencingTests registers the fencing-token rule: terms strictly increase per lock and are never
@@ -17,7 +17,7 @@ export function fencingTests(o: ConformanceOptions): void {
   const acquire = async (s: LeaseStore, lock: string, who: string): Promise<{ term: number; revision: string }> => {
     const cur = await s.read(lock);
     assert.ok(cur === null || cur.holder === null, `${lock} is free before ${who} acquires`);
-    const r = await s.write(lock, cur ? cur.revision : null, acquireWrite(who));
+    const r = await acquireOn(s, lock, cur ? cur.revision : null, acquireWrite(who));
     assert.ok(r.ok, `${who} acquires ${lock}`);
     return { term: r.record.term, revision: r.record.revision };
   };

@@ -5,27 +5,30 @@ import { electionTests } from './elections.js';
 import { ledgerTests } from './ledger.js';
 import { faultTests } from './faults.js';
 import { lifecycleTests } from './lifecycle.js';
+import { queueTests } from './queue.js';
 import type { ConformanceOptions } from './context.js';
-import type { StoreCapabilities } from '../../core/store.js';
 
 export type { ConformanceOptions, StoreFaults } from './context.js';
-export { recordTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
+export { recordTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
 
 /**
- * resolveCapabilities opens one handle to read what the store declares, overridden by
- * `options.capabilities`: the capabilities each part of the suite is given.
+ * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
+ * declares), overridden by `options.capabilities`: the capabilities each part of the suite is given.
  */
-export async function resolveCapabilities(options: ConformanceOptions): Promise<StoreCapabilities> {
+export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
-  const declared = probe.capabilities;
+  // What a store can do is what it has (see core/store.ts): the suite follows its members.
+  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue };
+  const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
-  return { ...declared, ...options.capabilities };
+  return caps;
 }
 
 /**
  * storeConformanceSuite registers, with node:test, the tests every baton store must pass, in
  * this order (each part is exported too, for a store that wants to run some of them):
- * - recordTests: create-if-absent, compare-and-set, release, batch renewal, listing;
+ * - recordTests: create-if-absent, compare-and-set, release, batch renewal, listing (on a queue
+ *   store, queueTests in their place);
  * - fencingTests: terms strictly increase and are never reused — across release and reopening,
  *   and with `faults.deleteRecord` / `faults.restart` (or `kill` + `start`) across a deleted
  *   record and a restarted server;
@@ -40,7 +43,8 @@ export async function resolveCapabilities(options: ConformanceOptions): Promise<
  */
 export async function storeConformanceSuite(options: ConformanceOptions): Promise<void> {
   const caps = await resolveCapabilities(options);
-  recordTests(options, caps);
+  if (caps.queue) queueTests(options, caps);
+  else recordTests(options, caps);
   fencingTests(options);
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
