@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { Candidates, faultTiming } from './candidates.js';
-import { Handles, acquireWrite, faultsOf, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
 /**
  * faultTests registers the fault scenarios whose hooks `o.faults` gives, each with real
@@ -160,7 +160,7 @@ export function faultTests(o: ConformanceOptions, caps: { notify: boolean }): vo
           await waitFor(() => liveOf(store) && heard.length > dropped + 1, 10_000, 'the feed back, and listeners told again');
           // The feed that came back carries changes again.
           const before = heard.length;
-          const w = await (await handles.get()).write(lock, null, acquireWrite('alice'));
+          const w = await acquire(await handles.get(), lock, null, acquireWrite('alice'));
           assert.ok(w.ok);
           await waitFor(() => heard.length > before, 5_000, 'a change heard on the feed that came back');
           stop();

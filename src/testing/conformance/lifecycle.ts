@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquireWrite, faultsOf, uniqueLock, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, type ConformanceOptions } from './context.js';
 
 /**
  * lifecycleTests registers what a handle owes its owner at the edges of its life: `close()`
@@ -19,7 +19,7 @@ export function lifecycleTests(o: ConformanceOptions, caps: { notify: boolean; l
     it('close() is idempotent; every call after it throws StoreClosedError', async () => {
       const s = await o.makeStore();
       const lock = uniqueLock('closed');
-      assert.ok((await s.write(lock, null, acquireWrite('alice'))).ok);
+      assert.ok((await acquire(s, lock, null, acquireWrite('alice'))).ok);
       await s.close();
       await s.close();
       await Promise.all([s.close(), s.close()]);
@@ -40,7 +40,7 @@ export function lifecycleTests(o: ConformanceOptions, caps: { notify: boolean; l
           await sleep(200); // let a subscription settle
           await watcher.close();
           const after = calls;
-          assert.ok((await writer.write(lock, null, acquireWrite('alice'))).ok);
+          assert.ok((await acquire(writer, lock, null, acquireWrite('alice'))).ok);
           await sleep(500);
           assert.equal(calls, after, 'no call after close');
         } finally {
