@@ -20,6 +20,13 @@
  * RequestLimitExceeded answers), `failNext` (a given error for the next calls of an action),
  * `maxPage` (a server-side page cap, as AWS may return fewer items than asked for), and
  * `jitterMs` (random latency, to interleave concurrent callers).
+ *
+ * Stateful refusals: `tagWritesOnTerminated = 'IncorrectInstanceState'` makes CreateTags and
+ * DeleteTags refuse a request naming a terminated instance (the whole request, as EC2 validates
+ * every resource before it changes any); `deny(action, ids)` answers 403 — UnauthorizedOperation
+ * from EC2, AccessDenied from Auto Scaling, as each does — for calls naming those instances (an
+ * IAM policy scoped by resource tag). DescribeAutoScalingGroups for a group that does not exist
+ * answers an empty list, not an error, as AWS does.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -87,6 +94,9 @@ export class AwsFake {
   /** Highest number of instances of a group that carried `watchTag` at the same moment. */
   readonly maxTagged = new Map<string, number>();
   watchTag = 'app:isLeader';
+  /** 'IncorrectInstanceState': CreateTags/DeleteTags naming a terminated instance are refused. */
+  tagWritesOnTerminated: 'allow' | 'IncorrectInstanceState' = 'allow';
+  private readonly denials: { action: string; ids: Set<string> | null }[] = [];
   private readonly failures: { action: string; code: string; status: number; times: number; after: number }[] = [];
   private readonly holds: { action: string; arrived: () => void; gate: Promise<void> }[] = [];
   private readonly imds = new Map<string, Server>();
@@ -173,6 +183,19 @@ export class AwsFake {
   /** failNext makes `times` calls of `action` fail with `code`, after letting `after` succeed. */
   failNext(action: string, code: string, options: { times?: number; status?: number; after?: number } = {}): void {
     this.failures.push({ action, code, status: options.status ?? 400, times: options.times ?? 1, after: options.after ?? 0 });
+  }
+
+  /**
+   * deny refuses `action` with 403 for calls that name any of `ids` (every call without ids),
+   * until `allow(action)`: what an IAM policy scoped by resource or tag does.
+   */
+  deny(action: string, ids?: readonly string[]): void {
+    this.denials.push({ action, ids: ids ? new Set(ids) : null });
+  }
+
+  /** allow lifts every deny of `action`. */
+  allow(action: string): void {
+    for (let i = this.denials.length - 1; i >= 0; i--) if (this.denials[i]!.action === action) this.denials.splice(i, 1);
   }
 
   /**
@@ -288,6 +311,7 @@ export class AwsFake {
         f.times--;
         throw new ApiError(f.status, f.code, `injected failure of ${action}`);
       }
+      this.checkDenied(action, params, ec2);
       const body = ec2 ? this.ec2(action, params) : this.autoScaling(action, params);
       res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8' });
       res.end(`<?xml version="1.0" encoding="UTF-8"?>\n${body}`);
@@ -300,6 +324,15 @@ export class AwsFake {
       res.writeHead(e.status, { 'content-type': 'text/xml' });
       res.end(xml);
     }
+  }
+
+  private checkDenied(action: string, p: Params, ec2: boolean): void {
+    const named = [...list(p, 'ResourceId.'), ...list(p, 'InstanceIds.member.'), p.get('InstanceId') ?? ''].filter(Boolean);
+    const hit = this.denials.find((d) => d.action === action && (d.ids === null || named.some((id) => d.ids!.has(id))));
+    if (!hit) return;
+    const who = `arn:aws:sts::${this.account}:assumed-role/baton/test`;
+    if (ec2) throw new ApiError(403, 'UnauthorizedOperation', `You are not authorized to perform this operation. User: ${who} is not authorized to perform: ec2:${action}`);
+    throw new ApiError(403, 'AccessDenied', `User: ${who} is not authorized to perform: autoscaling:${action}`);
   }
 
   private autoScaling(action: string, p: Params): string {
@@ -377,6 +410,10 @@ export class AwsFake {
         if (ids.length === 0) throw new ApiError(400, 'MissingParameter', 'The request must contain the parameter resourceIdSet');
         const missing = ids.filter((id) => !this.instances.has(id));
         if (missing.length) throw new ApiError(400, 'InvalidInstanceID.NotFound', `The instance IDs '${missing.join(', ')}' do not exist`);
+        const gone = ids.filter((id) => this.instances.get(id)!.terminated);
+        if (gone.length && this.tagWritesOnTerminated === 'IncorrectInstanceState') {
+          throw new ApiError(400, 'IncorrectInstanceState', `The instance '${gone[0]}' is not in a state from which it can be modified (terminated).`);
+        }
         const tags: { key: string; value?: string }[] = [];
         for (let n = 1; p.has(`Tag.${n}.Key`); n++) tags.push({ key: p.get(`Tag.${n}.Key`)!, value: p.get(`Tag.${n}.Value`) });
         for (const id of ids) {
