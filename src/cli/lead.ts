@@ -36,7 +36,10 @@ export function onTerminationSignals(handler: (sig: NodeJS.Signals) => void): ()
 }
 
 /** TermRun is how a command run for one term ended: by itself, or stopped because the term ended. */
-export type TermRun = { readonly kind: 'exit'; readonly exit: CommandExit } | { readonly kind: 'lost'; readonly reason: StopReason; readonly exit: CommandExit };
+export type TermRun =
+  | { readonly kind: 'exit'; readonly exit: CommandExit }
+  /** `note`: the step-down requester's reason (StoppedEvent.note), e.g. STEP_DOWN_INSTANCE_LEAVING. */
+  | { readonly kind: 'lost'; readonly reason: StopReason; readonly note?: string; readonly exit: CommandExit };
 
 /**
  * superviseTerm runs `argv` under the watchdog while `elector` leads with `term`. If that
@@ -49,22 +52,22 @@ export function superviseTerm(
   term: number,
   argv: string[],
   env: NodeJS.ProcessEnv,
-  onLost?: (reason: StopReason) => void,
+  onLost?: (reason: StopReason, note?: string) => void,
 ): { supervisor: Supervisor; done: Promise<TermRun> } {
   const supervisor = new Supervisor(elector, argv, env);
-  const lost = new Promise<StopReason>((resolve) => {
-    if (elector.leadershipWindow()?.term !== term) return resolve('lost');
+  const lost = new Promise<{ reason: StopReason; note?: string }>((resolve) => {
+    if (elector.leadershipWindow()?.term !== term) return resolve({ reason: 'lost' });
     const on = (e: StoppedEvent) => {
       if (e.term === term) {
         elector.off('stopped', on);
-        resolve(e.reason);
+        resolve(e);
       }
     };
     elector.on('stopped', on);
     void supervisor.exited.then(() => elector.off('stopped', on));
   });
   const done = (async (): Promise<TermRun> => {
-    const first = await Promise.race([supervisor.exited.then((exit) => ({ kind: 'exit' as const, exit })), lost.then((reason) => ({ kind: 'lost' as const, reason }))]);
+    const first = await Promise.race([supervisor.exited.then((exit) => ({ kind: 'exit' as const, exit })), lost.then((e) => ({ kind: 'lost' as const, ...e }))]);
     if (first.kind === 'exit') {
       // The watchdog ended it at the deadline: leadership ended first, whatever baton has seen.
       if (first.exit.stoppedAtDeadline) {
@@ -74,8 +77,8 @@ export function superviseTerm(
       return first;
     }
     supervisor.stop();
-    onLost?.(first.reason);
-    return { kind: 'lost', reason: first.reason, exit: await supervisor.exited };
+    onLost?.(first.reason, first.note);
+    return { kind: 'lost', reason: first.reason, note: first.note, exit: await supervisor.exited };
   })();
   return { supervisor, done };
 }

@@ -28,6 +28,8 @@ export interface ElectedEvent {
 export interface StoppedEvent {
   readonly term: number;
   readonly reason: StopReason;
+  /** With 'step-down-requested': the reason the requester gave (requestStepDown's `reason`). */
+  readonly note?: string;
 }
 export interface LeaderEvent {
   /** Current holder, or null when nobody holds the lease. */
@@ -124,6 +126,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private again = false;
   private pendingRelease?: LeaseRecord;
   private stepDownAsked = false;
+  private stepDownNote?: string;
   private holdOffUntilMs = 0;
 
   constructor(options: LeaderElectorOptions) {
@@ -277,6 +280,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         this.stepDown('lost');
       } else if (record.stepDownRequested) {
         this.stepDownAsked = true;
+        this.stepDownNote = noteOf(record) ?? this.stepDownNote;
       } else {
         return; // an echo of our own renewal
       }
@@ -410,6 +414,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const l: Leadership = { term: record.term, record, renewStartMs: startMs, controller: new AbortController() };
     this.leadership = l;
     this.stepDownAsked = false;
+    this.stepDownNote = undefined;
     this.armDeadline(l);
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
@@ -482,7 +487,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   private async stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
     this.holdOff();
-    this.stepDown(reason);
+    this.stepDown(reason, noteOf(l.record) ?? this.stepDownNote);
     await this.release(l.record);
   }
 
@@ -498,14 +503,15 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   /** stepDown ends leadership at once: abort the signal, then emit `stopped`. Never awaits. */
-  private stepDown(reason: StopReason): void {
+  private stepDown(reason: StopReason, note?: string): void {
     const l = this.leadership;
     if (!l) return;
     this.leadership = undefined;
     this.stepDownAsked = false;
+    this.stepDownNote = undefined;
     if (l.deadlineTimer) this.clock.clearTimer(l.deadlineTimer);
     l.controller.abort(new LeaseLostError(`elector: leadership of "${this.lock}" ended (${reason})`));
-    this.emit('stopped', { term: l.term, reason });
+    this.emit('stopped', note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason });
   }
 
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */
@@ -591,6 +597,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 }
 
 const NOTHING = Symbol('nothing');
+
+/** noteOf is the reason a step-down requester wrote into the record, if any. */
+function noteOf(record: LeaseRecord): string | undefined {
+  return record.stepDownRequested && typeof record.metadata.stepDownReason === 'string' ? record.metadata.stepDownReason : undefined;
+}
 
 function renewal(record: LeaseRecord, wallMs: number): LeaseWrite {
   return {

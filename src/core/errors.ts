@@ -14,6 +14,12 @@ export const ExitCode = {
   software: 70,
   tempFail: 75,
   config: 78,
+  /**
+   * Stepped down because this host is leaving (a step-down requested with the reason
+   * STEP_DOWN_INSTANCE_LEAVING, e.g. by `baton aws drain`): done, not a failure. Supervisors
+   * list it in RestartPreventExitStatus= so a dying instance does not campaign again.
+   */
+  leaving: 79,
 } as const;
 
 /** BatonError is the base class of every error baton throws deliberately. */

@@ -16,6 +16,7 @@ import {
 } from '../common.js';
 import type { Supervisor } from '../supervisor.js';
 import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
+import { STEP_DOWN_INSTANCE_LEAVING } from '../../core/step-down.js';
 import { constants } from 'node:os';
 const signals = constants.signals as Record<string, number>;
 
@@ -32,8 +33,10 @@ export function register(program: Command): void {
     .description(
       'Campaign for the lock; when elected, run COMMAND with BATON_LOCK, BATON_IDENTITY and BATON_TERM\n' +
         '(the fencing token) set. If leadership is lost the command is stopped (SIGTERM, then SIGKILL)\n' +
-        'before any other instance can be elected, and baton exits 75. When the command exits, the\n' +
-        'lease is released and baton exits with its code.',
+        'before any other instance can be elected, and baton exits 75 — or 79 when it was asked to step\n' +
+        'down because this instance is leaving (`baton aws drain`; list 79 in systemd\'s\n' +
+        'RestartPreventExitStatus=). When the command exits, the lease is released and baton exits\n' +
+        'with its code.',
     )
     .argument('<command...>', 'the command to run, after --');
   withStoreOption(cmd);
@@ -76,11 +79,12 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
       const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(won.term) };
       let stopping: Promise<void> | undefined;
-      const run = superviseTerm(elector, won.term, argv, env, (reason) => {
-        info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
+      const run = superviseTerm(elector, won.term, argv, env, (reason, note) => {
+        const leaving = note === STEP_DOWN_INSTANCE_LEAVING;
+        info(`leadership of "${elector.lock}" lost (${reason}${leaving ? ': this instance is leaving' : ''}); stopping ${argv[0]}`);
         // Not running again: stop campaigning now, or the elector may win the lease back (a new
         // term, for nothing) while the command is still shutting down.
-        if (interrupted || !o.keepRunning) stopping = elector.stop();
+        if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();
       });
       current = run.supervisor;
       const first = await run.done;
@@ -91,6 +95,11 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       if (overdue) {
         info(`leadership of "${elector.lock}" lost (renew deadline passed); ${argv[0]} was stopped`);
         if (!o.keepRunning) stopping = elector.stop();
+      }
+      if (first.kind === 'lost' && first.note === STEP_DOWN_INSTANCE_LEAVING) {
+        // Handed over because this host is going away: done, whatever --keep-running says.
+        await stopping;
+        return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.leaving;
       }
       if (first.kind === 'lost' || overdue) {
         await stopping;
