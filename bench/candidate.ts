@@ -15,7 +15,7 @@
  */
 import { createInterface } from 'node:readline';
 import { LeaderElector } from '../src/core/elector.js';
-import { openStore } from '../src/core/store-url.js';
+import { openStore } from '../src/stores/registry.js';
 import { monoMs, PERF_TO_MONO_MS } from './clock.js';
 import { countingStore } from './counting-store.js';
 import { installSqliteStatementCounter, sqliteStatementSnapshot } from './sqlite-statements.js';

@@ -2,7 +2,7 @@
  * `npm run bench [-- --quick] [--only=…] [--stores=…] [--out=DIR]` — baton against the
  * libraries people would otherwise use, on the same servers in the same run.
  *
- * Starts every store's server from test/harness/servers.ts (free loopback ports, temporary
+ * Starts every store's server from infra/servers/ (free loopback ports, temporary
  * data), runs every measurement (see plan.ts for the sizes), then writes latest.json, latest.md
  * and handover.svg to bench/results/ (a full run) or bench/results/scratch/ (anything else).
  * A measurement that fails is reported and the run goes on; the exit code is then 1.
@@ -69,7 +69,7 @@ for (const name of plan.stores ?? []) {
 ctx.log(`bench (${plan.mode}) on ${machine.cores} × ${machine.cpuModel}, Node ${machine.node}, load ${machine.loadAverageAtStart.join(' ')}`);
 for (const kind of kinds) {
   if (!isRegistered(kind)) {
-    ctx.notes.push(`${kind.name}: not registered in src/core/store-url.ts, skipped`);
+    ctx.notes.push(`${kind.name}: not registered in src/stores/registry.ts, skipped`);
     continue;
   }
   await step(`starting ${kind.name}`, async () => {

@@ -10,7 +10,7 @@
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 import { LeaderElector } from '../src/core/elector.js';
-import { openStore } from '../src/core/store-url.js';
+import { openStore } from '../src/stores/registry.js';
 import { monoMs } from './clock.js';
 import { countingStore } from './counting-store.js';
 import { installSqliteStatementCounter, sqliteStatementSnapshot } from './sqlite-statements.js';

@@ -1,13 +1,13 @@
 /**
  * The stores the bench measures, as one table: a store added to STORE_KINDS (with a server in
- * test/harness/servers.ts and a counter in counters.ts) is measured by every measurement and
+ * infra/servers/ and a counter in counters.ts) is measured by every measurement and
  * appears in every report table without further changes. A kind whose URL scheme is not
- * registered in src/core/store-url.ts is skipped with a note.
+ * registered in src/stores/registry.ts is skipped with a note.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
-import { parseStoreUrl } from '../src/core/store-url.js';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { parseStoreUrl } from '../src/stores/registry.js';
 import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
@@ -29,7 +29,7 @@ export interface BenchStore {
 /** StoreKind is one row of STORE_KINDS. */
 export interface StoreKind {
   readonly name: string;
-  /** URL scheme, which must be registered in src/core/store-url.ts. */
+  /** URL scheme, which must be registered in src/stores/registry.ts. */
   readonly scheme: string;
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
@@ -44,7 +44,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
 ]);
 
-/** isRegistered tells whether baton can open this kind (its scheme is in SCHEMES). */
+/** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
   try {
     parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);

@@ -14,7 +14,7 @@
  */
 import { createInterface } from 'node:readline';
 import { LeaderElector } from '../src/core/elector.js';
-import { openStore } from '../src/core/store-url.js';
+import { openStore } from '../src/stores/registry.js';
 import { errorMessage } from '../src/core/errors.js';
 import type { LeaseStore } from '../src/core/store.js';
 import { PERF_TO_MONO_MS, monoMs, sleepMs } from './clock.js';

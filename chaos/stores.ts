@@ -2,18 +2,17 @@
  * The store kinds a chaos run can target, and how the harness runs each one's server and
  * breaks it. Adding a store is one entry in STORE_KINDS.
  *
- * Network stores run from test/harness/servers.ts on a free loopback port; their store fault
+ * Network stores run from infra/servers/ on a free loopback port; their store fault
  * either SIGKILLs the server and starts it again on the same data (`restart`) or freezes it
  * and every process below it with SIGSTOP until SIGCONT (`freeze`). SQLite has no server: its store fault holds an
  * exclusive write transaction on the database file (`lock`), which is what another process
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
  */
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../test/harness/servers.js';
-import { parseStoreUrl } from '../src/core/store-url.js';
-import type { Database } from 'better-sqlite3';
+import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { parseStoreUrl } from '../src/stores/registry.js';
+import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
 export interface ChaosTiming {
@@ -44,7 +43,7 @@ export interface RunningStore {
 export interface ChaosStoreKind {
   /** The name given to --store. */
   readonly name: string;
-  /** The URL scheme, which must be registered in src/core/store-url.ts SCHEMES. */
+  /** The URL scheme, which must be registered in src/stores/registry.ts. */
   readonly scheme: string;
   /** Whether candidates reach it over TCP (partitions apply). */
   readonly network: boolean;
@@ -74,7 +73,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   },
 });
 
-/** isRegistered tells whether baton itself can open this kind of store (its scheme is in SCHEMES). */
+/** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
   try {
     parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
@@ -118,15 +117,13 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
 
 async function startSqlite(dir: string): Promise<RunningStore> {
   const path = join(dir, 'chaos.db');
-  // better-sqlite3 is loaded here only, like the store's own folder does.
-  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string, options?: { timeout?: number }) => Database;
-  let holder: Database | undefined;
+  let holder: SqlDatabase | undefined;
   return {
     url: `sqlite:${path}`,
     urlVia: () => `sqlite:${path}`,
     faultVariants: ['lock'],
     async breakStore() {
-      holder = new Sqlite(path, { timeout: 5000 });
+      holder = openDatabase(path, 5000);
       // In WAL mode readers go on; every writer waits for its busy timeout and fails.
       holder.exec('BEGIN EXCLUSIVE');
     },

@@ -12,8 +12,8 @@ export type {
   ElectorEvents,
 } from './core/elector.js';
 export { DEFAULT_TIMING, resolveTiming, validateLockName, validateIdentity, type Timing } from './core/options.js';
-export { openStore, parseStoreUrl, defaultStoreUrl, defaultStorePath, redactUrl, registerStoreScheme } from './core/store-url.js';
-export type { StoreModule, StoreOpenOptions } from './core/store-url.js';
+export { openStore, parseStoreUrl, defaultStoreUrl, defaultStorePath, redactUrl, registerStore, registeredStores, type ParsedStoreUrl } from './stores/registry.js';
+export type { StoreDescriptor, StoreOpenOptions } from './core/store-descriptor.js';
 export type {
   LeaseStore,
   LeaseRecord,
@@ -36,8 +36,9 @@ export {
   StoreUnavailableError,
   LeaseLostError,
   StoreClosedError,
-  ExitCode,
 } from './core/errors.js';
+export { ExitCode, exitCodeFor } from './cli/exit-codes.js';
 export { instrumentElector, type InstrumentOptions, type ElectorInstrumentation } from './metrics/index.js';
 export { createLeaderServer, type LeaderServer, type LeaderServerOptions, type LeaderView, type TimelineEntry } from './server/index.js';
 export * from './jobs/index.js';
+export * from './shards/index.js';

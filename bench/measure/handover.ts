@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LeaderElector } from '../../src/core/elector.js';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import type { LeaseStore } from '../../src/core/store.js';
 import { randomBetween, sleep, waitFor } from '../clock.js';
 import { summaryFields } from '../results.js';

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LeaderElector } from '../../src/core/elector.js';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import type { LeaseStore } from '../../src/core/store.js';
 import { monoMs, sleep, waitFor } from '../clock.js';
 import { diffCounts, type Counts, type CountSession } from '../counters.js';

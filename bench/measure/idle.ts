@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { LeaderElector } from '../../src/core/elector.js';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import { monoMs, sleep } from '../clock.js';
 import { diffCounts, subtractDeltas, type CountDelta, type CountSession } from '../counters.js';
 import { diffCalls, totalCalls, type StoreCalls } from '../counting-store.js';

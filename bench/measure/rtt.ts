@@ -5,7 +5,7 @@
  * what one "write" costs the server (etcd's renewal is a keepalive plus a read, sent together).
  */
 import { randomBytes } from 'node:crypto';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import type { LeaseWrite } from '../../src/core/store.js';
 import { diffCounts, withSession } from '../counters.js';
 import { summaryFields } from '../results.js';

@@ -38,7 +38,7 @@
  */
 import type { AwsApi, GroupInstance, TagRow } from './api.js';
 import { compareIds, electionCandidates, tagCounts } from './candidates.js';
-import { BatonError, errorMessage, ExitCode } from '../core/errors.js';
+import { BatonError, errorMessage } from '../core/errors.js';
 
 /** ReconcileOptions: the tag key and how many rounds to try. */
 export interface ReconcileOptions {
@@ -69,9 +69,7 @@ export interface ReconcileResult {
 }
 
 /** ReconcileError: the tags did not settle within maxRounds (exit 75; run again). */
-export class ReconcileError extends BatonError {
-  override readonly exitCode: number = ExitCode.tempFail;
-}
+export class ReconcileError extends BatonError {}
 
 /** Plan is what one round found necessary. */
 export interface Plan {

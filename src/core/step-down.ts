@@ -4,7 +4,7 @@ import type { LeaseRecord, LeaseStore } from './store.js';
 
 /**
  * STEP_DOWN_INSTANCE_LEAVING is the step-down reason for "this host is going away" (Auto Scaling
- * termination): the holder's runner ends with ExitCode.leaving instead of campaigning again.
+ * termination): the holder's runner ends with exit 79 (ExitCode.leaving, cli/exit-codes.ts) instead of campaigning again.
  */
 export const STEP_DOWN_INSTANCE_LEAVING = 'instance-leaving';
 

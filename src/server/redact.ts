@@ -2,7 +2,7 @@
  * Secrets never leave the server: store URLs and store error messages pass through here
  * before they are logged, served as JSON or shown on the page.
  */
-import { redactUrl } from '../core/store-url.js';
+import { redactUrl } from '../stores/kit/url.js';
 
 const USERINFO = /\b([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s:@/"'<>]*):[^\s@/"'<>]*@/g;
 const SECRET_PARAM = /([?&;](?:password|passwd|pass|pwd|secret|token|key|auth)=)[^&\s"'<>]*/gi;

@@ -9,6 +9,7 @@ import { AwsFake } from '../harness/aws-fake.js';
 import { connectAws, type AwsApi } from '../../src/aws/api.js';
 import { reconcileGroup } from '../../src/aws/reconcile.js';
 import { AwsRequestError } from '../../src/aws/errors.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { useFakeInProcess } from './helpers.js';
 
 const TAG = 'app:isLeader';
@@ -209,7 +210,7 @@ describe('reconcileGroup', () => {
     for (const id of ids) fake.instance(id).tags.set(TAG, group);
     fake.deny('DeleteTags', [ids[2]!]);
     try {
-      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && err.exitCode === 78 && /UnauthorizedOperation/.test(err.message));
+      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && /UnauthorizedOperation/.test(err.message));
     } finally {
       fake.allow('DeleteTags');
     }

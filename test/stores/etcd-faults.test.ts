@@ -12,10 +12,11 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { open } from '../../src/stores/etcd/open.js';
+import { EtcdStore } from '../../src/stores/etcd/index.js';
+const open = async (url: string) => EtcdStore.fromUrl(url);
 import { waitFor } from '../../src/testing/conformance/context.js';
 import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
-import { EtcdServer, freePort } from '../harness/servers.js';
+import { EtcdServer, freePort } from '../../infra/servers/index.js';
 
 const server = await new EtcdServer().start();
 after(() => server.stop());

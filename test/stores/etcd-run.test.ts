@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runThreeCandidateScenario } from '../harness/run-scenario.js';
-import { EtcdServer } from '../harness/servers.js';
+import { EtcdServer } from '../../infra/servers/index.js';
 
 // Three real `baton run` processes campaigning in etcd's election protocol against a real etcd
 // 3.4 (needs the build: bin/baton.js).

@@ -15,7 +15,7 @@ import type { LeaseRecord, LeaseWrite, RenewRequest } from '../../src/core/store
 import { createClient } from '../../src/stores/etcd/client.js';
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
-import { EtcdServer } from '../harness/servers.js';
+import { EtcdServer } from '../../infra/servers/index.js';
 
 const LEASES = 2500;
 /** The store's own bounds (src/stores/etcd/chunks.ts, watch-hub.ts, etcd's --max-txn-ops). */

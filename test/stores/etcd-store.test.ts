@@ -10,13 +10,14 @@ import { createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { LeaderElector } from '../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { requestStepDown } from '../../src/core/step-down.js';
-import { openStore } from '../../src/core/store-url.js';
+import { openStore } from '../../src/stores/registry.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
 import { parseEtcdUrl } from '../../src/stores/etcd/config.js';
 import { EtcdStore } from '../../src/stores/etcd/index.js';
-import { open } from '../../src/stores/etcd/open.js';
-import { EtcdServer, freePort, requireBinary } from '../harness/servers.js';
+const open = async (url: string) => EtcdStore.fromUrl(url);
+import { EtcdServer, freePort, requireBinary } from '../../infra/servers/index.js';
 
 const ETCDCTL = requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
 const TIMING = { leaseDurationMs: 2_000, renewDeadlineMs: 1_400, retryPeriodMs: 200 };
@@ -389,7 +390,7 @@ describe('etcd: URLs and failures', () => {
     const s = await open('etcd://127.0.0.1:1?timeout=500ms');
     stores.push(s);
     const started = Date.now();
-    await assert.rejects(s.read('x'), (err: Error) => err instanceof StoreUnavailableError && err.exitCode === 69 && !err.message.includes('\n'));
+    await assert.rejects(s.read('x'), (err: Error) => err instanceof StoreUnavailableError && exitCodeFor(err) === 69 && !err.message.includes('\n'));
     assert.ok(Date.now() - started < 5000);
   });
 });

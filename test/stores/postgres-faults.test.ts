@@ -16,7 +16,7 @@ import pg from 'pg';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { waitFor } from '../../src/testing/conformance/context.js';
 import { FaultHarness, TIMING, type Pausable } from '../harness/fault-candidates.js';
-import { PostgresServer } from '../harness/servers.js';
+import { PostgresServer } from '../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 after(() => server.stop());

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runThreeCandidateScenario } from '../harness/run-scenario.js';
-import { PostgresServer } from '../harness/servers.js';
+import { PostgresServer } from '../../infra/servers/index.js';
 
 // Three real `baton run` processes against a real PostgreSQL 15 (needs the build: bin/baton.js).
 const server = await new PostgresServer().start();

@@ -7,12 +7,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError } from '../../src/core/errors.js';
-import { openStore, parseStoreUrl } from '../../src/core/store-url.js';
+import { openStore, parseStoreUrl } from '../../src/stores/registry.js';
 import type { LeaseRecord, LeaseWrite } from '../../src/core/store.js';
 import { parsePostgresUrl } from '../../src/stores/postgres/config.js';
 import { describePgError } from '../../src/stores/postgres/errors.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { PostgresServer, freePort } from '../harness/servers.js';
+import { PostgresServer, freePort } from '../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 const admin = new pg.Client({ connectionString: server.url });
@@ -97,7 +97,7 @@ describe('postgres: URL options', () => {
   });
 
   it('both schemes open this store through openStore', async () => {
-    assert.equal(parseStoreUrl(`postgresql://127.0.0.1:${server.port}/postgres`).protocol, 'postgresql:');
+    assert.equal(parseStoreUrl(`postgresql://127.0.0.1:${server.port}/postgres`).scheme, 'postgresql');
     for (const scheme of ['postgres', 'postgresql']) {
       const s = await openStore(`${scheme}://postgres@127.0.0.1:${server.port}/postgres?table=opened_${scheme}`);
       try {

@@ -2,7 +2,7 @@
 import { after } from 'node:test';
 import { storeConformanceSuite } from '../../src/testing/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { PostgresServer } from '../harness/servers.js';
+import { PostgresServer } from '../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
 after(() => server.stop());

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { waitFor } from '../../src/testing/conformance/context.js';
 import { FaultHarness, TIMING } from '../harness/fault-candidates.js';
-import { RedisServer } from '../harness/servers.js';
+import { RedisServer } from '../../infra/servers/index.js';
 
 const server = await new RedisServer().start();
 after(() => server.stop());

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runThreeCandidateScenario } from '../harness/run-scenario.js';
-import { RedisServer } from '../harness/servers.js';
+import { RedisServer } from '../../infra/servers/index.js';
 
 // Three real `baton run` processes against a real redis-server (needs the build: bin/baton.js).
 const server = await new RedisServer().start();

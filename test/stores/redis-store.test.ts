@@ -8,12 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
-import { openStore, parseStoreUrl } from '../../src/core/store-url.js';
+import { openStore, parseStoreUrl } from '../../src/stores/registry.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
 import { LeaderElector } from '../../src/core/elector.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { parseRedisUrl } from '../../src/stores/redis/options.js';
-import { freePort, RedisServer } from '../harness/servers.js';
+import { freePort, RedisServer } from '../../infra/servers/index.js';
 
 const server = await new RedisServer().start();
 const admin = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
@@ -305,8 +305,8 @@ describe('redis: configuration', () => {
     assert.throws(() => new RedisStore({ url: server.url, prefix: 'a b' }), InvalidConfigError);
     assert.throws(() => new RedisStore({ url: server.url, timeoutMs: 0 }), InvalidConfigError);
     assert.throws(() => new RedisStore({}), /give a url/);
-    assert.equal(parseStoreUrl('redis://127.0.0.1:1').protocol, 'redis:');
-    assert.equal(parseStoreUrl('rediss://127.0.0.1:1').protocol, 'rediss:');
+    assert.equal(parseStoreUrl('redis://127.0.0.1:1').scheme, 'redis');
+    assert.equal(parseStoreUrl('rediss://127.0.0.1:1').scheme, 'rediss');
   });
 
   it('refuses a server that may evict keys (maxmemory with a policy other than noeviction)', async () => {

@@ -1,7 +1,7 @@
 import { after } from 'node:test';
 import { storeConformanceSuite } from '../../src/testing/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { RedisServer } from '../harness/servers.js';
+import { RedisServer } from '../../infra/servers/index.js';
 
 // A real redis-server 7 (AOF, appendfsync always, expired keyspace events on), on a free port.
 const server = await new RedisServer().start();

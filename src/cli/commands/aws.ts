@@ -5,11 +5,12 @@
  * (src/aws imports it lazily), so `baton --help` and the store commands never pay for it.
  */
 import { Command, Option } from 'commander';
-import { ExitCode, InvalidConfigError, UsageError } from '../../core/errors.js';
+import { InvalidConfigError, UsageError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
 import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';
-import { defaultStoreUrl, parseStoreUrl } from '../../core/store-url.js';
+import { defaultStoreUrl, parseStoreUrl } from '../../stores/registry.js';
 import type { LeaseStore } from '../../core/store.js';
 import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
 

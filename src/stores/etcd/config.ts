@@ -1,6 +1,6 @@
 import { parseDuration } from '../../core/duration.js';
 import { InvalidConfigError } from '../../core/errors.js';
-import { redactUrl } from '../../core/store-url.js';
+import { redactUrl } from '../kit/url.js';
 
 /** EtcdConnection is where and how to reach etcd, as given by an `etcd://` URL. */
 export interface EtcdConnection {

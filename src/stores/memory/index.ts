@@ -1,123 +1,90 @@
 /**
- * memory: — an in-process store for tests and single-process apps.
+ * memory: — an in-process store for tests and single-process apps, and the proof that a
+ * compare-and-set store is only a backend: everything above the five operations below (the
+ * record, the revision, the term rule, watching, the ledger) is the kit's CasStore.
  *
- * Records live in a Map per backend; `memory:` shares one backend per process, `memory:NAME`
- * one per name. Terms come from a per-lock counter that is never reset (not by a release, not
- * by `delete`). Watchers are told of every write with the new record, on a microtask.
+ * Items live in a Map per backend; `memory:` shares one backend per process, `memory:NAME` one
+ * per name. Versions come from one counter per backend, so a key's version is never reused.
+ * Watchers are told of every write with the new item, on a microtask.
  */
-import { StoreClosedError } from '../../core/errors.js';
-import type {
-  Ledger,
-  LedgerEntry,
-  LedgerPutResult,
-  LeaseRecord,
-  LeaseStore,
-  LeaseWrite,
-  RenewRequest,
-  StoreCapabilities,
-  WatchListener,
-  WriteResult,
-} from '../../core/store.js';
+import { leaseKey, type BackendItem, type CasBackend, type ReplaceItem } from '../kit/backend.js';
+import type { RenewRequest, WatchListener, WriteResult } from '../../core/store.js';
+import { CasStore } from '../kit/cas-store.js';
+import { ClosedGuard } from '../kit/guard.js';
 
-class MemoryBackend {
-  readonly records = new Map<string, LeaseRecord>();
-  readonly terms = new Map<string, number>();
-  readonly watchers = new Map<string, Set<WatchListener>>();
-  readonly entries = new Map<string, LedgerEntry>();
-  private revision = 0;
+/** MemoryBackend holds the data of one `memory:` store; handles share it. */
+export class MemoryBackend {
+  readonly items = new Map<string, BackendItem>();
+  readonly watchers = new Map<string, Set<(item: BackendItem | null) => void>>();
+  private version = 0;
 
-  put(key: string, expected: string | null, value: string): LedgerPutResult {
-    const current = this.entries.get(key) ?? null;
-    if (expected === null ? current !== null : current?.version !== expected) return { ok: false, current };
-    const entry = Object.freeze({ key, value, version: String(++this.revision) });
-    this.entries.set(key, entry);
-    return { ok: true, entry };
+  set(key: string, value: string): string {
+    const item = Object.freeze({ key, value, version: String(++this.version) });
+    this.items.set(key, item);
+    this.notify(key, item);
+    return item.version;
   }
 
-  write(lock: string, expected: string | null, next: LeaseWrite): WriteResult {
-    const current = this.records.get(lock) ?? null;
-    if (expected === null ? current !== null : current?.revision !== expected) return { ok: false, current };
-    let term = current?.term ?? this.terms.get(lock) ?? 0;
-    if (next.newTerm) {
-      term = (this.terms.get(lock) ?? 0) + 1;
-      this.terms.set(lock, term);
-    }
-    const record: LeaseRecord = Object.freeze({
-      lock,
-      holder: next.holder,
-      term,
-      leaseDurationMs: next.leaseDurationMs,
-      acquiredAt: next.acquiredAt,
-      renewedAt: next.renewedAt,
-      transitions: next.transitions,
-      stepDownRequested: next.stepDownRequested,
-      metadata: Object.freeze({ ...next.metadata }),
-      revision: String(++this.revision),
-    });
-    this.records.set(lock, record);
-    this.notify(lock, record);
-    return { ok: true, record };
+  /** removeKey deletes one item. */
+  removeKey(key: string): void {
+    if (this.items.delete(key)) this.notify(key, null);
   }
 
-  /** delete removes a record (the term counter stays): used by tests of fencing monotonicity. */
+  /** delete removes a lock's lease record, keeping its term counter (tests of fencing across deletion). */
   delete(lock: string): void {
-    if (this.records.delete(lock)) this.notify(lock, null);
+    this.removeKey(leaseKey(lock));
   }
 
-  private notify(lock: string, record: LeaseRecord | null): void {
-    const set = this.watchers.get(lock);
+  private notify(key: string, item: BackendItem | null): void {
+    const set = this.watchers.get(key);
     if (!set) return;
-    for (const listener of [...set]) queueMicrotask(() => listener(record));
+    for (const listener of [...set]) queueMicrotask(() => listener(item));
   }
 }
 
 const shared = new Map<string, MemoryBackend>();
 
-/** MemoryStore is a handle on a MemoryBackend; closing it does not drop the data. */
-export class MemoryStore implements LeaseStore {
-  readonly kind = 'memory';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
-  private closed = false;
-  readonly ledger: Ledger = {
-    get: async (key) => (this.check(), this.backend.entries.get(key) ?? null),
-    put: async (key, expected, value) => (this.check(), this.backend.put(key, expected, value)),
-    list: async (prefix, limit = 1000) => {
-      this.check();
-      return [...this.backend.entries.values()].filter((e) => e.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).slice(0, limit);
-    },
-  };
+/** MemoryHandle is one handle's CasBackend view of a MemoryBackend; closing it keeps the data. */
+class MemoryHandle implements CasBackend {
+  readonly name = 'memory';
+  private readonly guard = new ClosedGuard('memory');
   private readonly unsubscribers = new Set<() => void>();
 
-  /** Create a handle on the backend called `name` (process-wide), or on a private one. */
-  constructor(readonly backend: MemoryBackend = new MemoryBackend()) {}
+  constructor(readonly data: MemoryBackend) {}
 
-  static shared(name = ''): MemoryStore {
-    let backend = shared.get(name);
-    if (!backend) shared.set(name, (backend = new MemoryBackend()));
-    return new MemoryStore(backend);
+  async get(key: string): Promise<BackendItem | null> {
+    this.guard.check();
+    return this.data.items.get(key) ?? null;
   }
 
-  async read(lock: string): Promise<LeaseRecord | null> {
-    this.check();
-    return this.backend.records.get(lock) ?? null;
+  async create(key: string, value: string): Promise<string | null> {
+    this.guard.check();
+    return this.data.items.has(key) ? null : this.data.set(key, value);
   }
 
-  async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
-    this.check();
-    return this.backend.write(lock, expected, next);
+  async replace(key: string, version: string, value: string): Promise<string | null> {
+    this.guard.check();
+    return this.replaceNow({ key, version, value });
   }
 
-  async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
-    this.check();
-    return requests.map((r) => this.backend.write(r.lock, r.expected, r.next));
+  async replaceMany(items: readonly ReplaceItem[]): Promise<(string | null)[]> {
+    this.guard.check();
+    return items.map((i) => this.replaceNow(i));
   }
 
-  watch(lock: string, listener: WatchListener): () => void {
-    this.check();
-    let set = this.backend.watchers.get(lock);
-    if (!set) this.backend.watchers.set(lock, (set = new Set()));
-    const wrapped: WatchListener = (r) => {
-      if (!this.closed) listener(r);
+  async list(prefix: string, limit: number): Promise<BackendItem[]> {
+    this.guard.check();
+    return [...this.data.items.values()]
+      .filter((i) => i.key.startsWith(prefix))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .slice(0, limit);
+  }
+
+  watch(key: string, onChange: (item: BackendItem | null) => void): () => void {
+    let set = this.data.watchers.get(key);
+    if (!set) this.data.watchers.set(key, (set = new Set()));
+    const wrapped = (item: BackendItem | null) => {
+      if (!this.guard.closed) onChange(item);
     };
     set.add(wrapped);
     const off = () => {
@@ -128,19 +95,35 @@ export class MemoryStore implements LeaseStore {
     return off;
   }
 
-  async list(): Promise<LeaseRecord[]> {
-    this.check();
-    return [...this.backend.records.values()].sort((a, b) => a.lock.localeCompare(b.lock));
+  async delete(key: string): Promise<void> {
+    this.guard.check();
+    this.data.removeKey(key);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.guard.close();
     for (const off of [...this.unsubscribers]) off();
   }
 
-  private check(): void {
-    if (this.closed) throw new StoreClosedError('memory');
+  private replaceNow(i: ReplaceItem): string | null {
+    return this.data.items.get(i.key)?.version === i.version ? this.data.set(i.key, i.value) : null;
   }
 }
 
-export type { MemoryBackend };
+/** MemoryStore is a handle on a MemoryBackend (a private one by default). */
+export class MemoryStore extends CasStore {
+  // The memory backend watches and renews in batches: these are always present.
+  declare readonly watch: (lock: string, listener: WatchListener) => () => void;
+  declare readonly renewMany: (requests: readonly RenewRequest[]) => Promise<WriteResult[]>;
+
+  constructor(readonly backend: MemoryBackend = new MemoryBackend()) {
+    super(new MemoryHandle(backend));
+  }
+
+  /** shared opens a handle on the process-wide backend called `name`. */
+  static shared(name = ''): MemoryStore {
+    let data = shared.get(name);
+    if (!data) shared.set(name, (data = new MemoryBackend()));
+    return new MemoryStore(data);
+  }
+}

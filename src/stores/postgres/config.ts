@@ -5,7 +5,7 @@
  */
 import { InvalidConfigError } from '../../core/errors.js';
 import { parseDuration } from '../../core/duration.js';
-import { redactUrl } from '../../core/store-url.js';
+import { redactUrl } from '../kit/url.js';
 
 /** PostgresTuning holds the store's own settings (everything but how to connect). */
 export interface PostgresTuning {

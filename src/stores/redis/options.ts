@@ -1,6 +1,6 @@
 import { InvalidConfigError } from '../../core/errors.js';
 import { parseDuration } from '../../core/duration.js';
-import { redactUrl } from '../../core/store-url.js';
+import { redactUrl } from '../kit/url.js';
 import type { RedisOptions } from 'ioredis';
 
 /** DEFAULT_PREFIX is put in front of every key and channel baton uses. */

@@ -1,5 +1,5 @@
 /**
- * Real servers for tests, chaos runs and benchmarks: each is started from its Debian binary on a
+ * The managed-server base shared by tests, chaos runs and benchmarks: each server is started from its Debian binary on a
  * free loopback port in a temporary directory, and can be killed, paused (SIGSTOP), resumed and
  * restarted with its data kept. The standard-port services a machine may run are never used.
  *
@@ -200,119 +200,6 @@ export abstract class ManagedServer {
     await this.kill();
     started.delete(this);
     rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-/** PostgresServer: initdb + postgres (15) as the postgres user, trust auth, on loopback. */
-export class PostgresServer extends ManagedServer {
-  private readonly binDir: string;
-  private readonly uid?: number;
-  private readonly gid?: number;
-  constructor() {
-    super('postgres');
-    const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort().reverse() : [];
-    this.binDir = versions.length ? `/usr/lib/postgresql/${versions[0]}/bin` : '/usr/lib/postgresql/15/bin';
-    requireBinary([`${this.binDir}/postgres`], 'postgresql');
-    if (userInfo().uid === 0) {
-      const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
-      this.uid = id('-u');
-      this.gid = id('-g');
-      chownSync(this.dir, this.uid, this.gid);
-    }
-  }
-  get url(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
-  }
-  protected override async prepare(): Promise<void> {
-    const r = spawnSync(`${this.binDir}/initdb`, ['-D', join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
-      uid: this.uid,
-      gid: this.gid,
-      encoding: 'utf8',
-      cwd: this.dir,
-    });
-    if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout}`);
-  }
-  protected override command() {
-    return {
-      bin: `${this.binDir}/postgres`,
-      args: ['-D', join(this.dir, 'data'), '-p', String(this.port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_preload_libraries=pg_stat_statements'],
-      uid: this.uid,
-      gid: this.gid,
-    };
-  }
-  protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
-    const until = Date.now() + 30_000;
-    for (;;) {
-      const r = spawnSync(`${this.binDir}/pg_isready`, ['-h', '127.0.0.1', '-p', String(this.port)], { encoding: 'utf8' });
-      if (r.status === 0) return;
-      if (Date.now() > until) throw new Error('pg_isready never succeeded');
-      await new Promise((res) => setTimeout(res, 100));
-    }
-  }
-}
-
-/** RedisServer: redis-server 7 with AOF fsync always (so terms survive a restart). */
-export class RedisServer extends ManagedServer {
-  constructor(private readonly extraArgs: string[] = []) {
-    super('redis');
-    requireBinary(['/usr/bin/redis-server'], 'redis-server');
-  }
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-  protected override command() {
-    return {
-      bin: requireBinary(['/usr/bin/redis-server'], 'redis-server'),
-      args: ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--notify-keyspace-events', 'Ex', ...this.extraArgs],
-    };
-  }
-}
-
-/** EtcdServer: a single-member etcd 3.4 on loopback. */
-export class EtcdServer extends ManagedServer {
-  peerPort = 0;
-  constructor() {
-    super('etcd');
-    requireBinary(['/usr/bin/etcd'], 'etcd-server');
-  }
-  get url(): string {
-    return `etcd://127.0.0.1:${this.port}`;
-  }
-  get endpoint(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-  protected override async prepare(): Promise<void> {
-    this.peerPort = await freePort();
-  }
-  protected override command() {
-    const client = `http://127.0.0.1:${this.port}`;
-    const peer = `http://127.0.0.1:${this.peerPort}`;
-    return {
-      bin: requireBinary(['/usr/bin/etcd'], 'etcd-server'),
-      args: [
-        '--name', 'baton', '--data-dir', join(this.dir, 'data'),
-        '--listen-client-urls', client, '--advertise-client-urls', client,
-        '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-        '--initial-cluster', `baton=${peer}`, '--initial-cluster-state', existsSync(join(this.dir, 'data')) ? 'existing' : 'new',
-        '--logger', 'zap', '--log-outputs', 'stderr',
-      ],
-      env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
-    };
-  }
-  protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
-    const until = Date.now() + 30_000;
-    for (;;) {
-      try {
-        const res = await fetch(`${this.endpoint}/health`);
-        if (res.ok && ((await res.json()) as { health?: string }).health === 'true') return;
-      } catch {
-        // not yet
-      }
-      if (Date.now() > until) throw new Error('etcd /health never turned true');
-      await new Promise((r) => setTimeout(r, 100));
-    }
   }
 }
 

@@ -1,0 +1,11 @@
+/**
+ * The server table: every real server that tests, chaos runs and benchmarks start, each from its
+ * Debian (or npm) binary on a free loopback port with its own data directory. Adding a store's
+ * server is one file here and one export line below.
+ */
+export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from './base.js';
+export { PostgresServer } from './postgres.js';
+export { RedisServer } from './redis.js';
+export { EtcdServer } from './etcd.js';
+export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
+export { K8sFakeServer } from './k8s-fake.js';

@@ -1,0 +1,69 @@
+/**
+ * CasBackend is the whole job of a compare-and-set store's author who uses the kit: a handful
+ * of atomic operations on string values with versions. `CasStore` (cas-store.ts) builds the
+ * lease record, the revision, the fencing-term rule, watching and the ledger on top of it, once.
+ *
+ * Keys are ASCII, at most ~540 characters, from three families the backend may map onto its
+ * own naming (escaping, hashing) as long as the mapping is one-to-one and `list` sees the
+ * original keys: `lease/<lock>`, `term/<lock>`, `ledger/<key>`.
+ *
+ * ## Atomicity and outcomes
+ * - `create` succeeds only if the key is absent; `replace` only if the key's version equals
+ *   `version`. Each is one atomic step; a condition that does not hold returns null — a lost
+ *   race is a value, never an exception.
+ * - A version is opaque and changes on every successful write of a key; it is never reused for
+ *   that key (a counter, an etag, a resource version, an epoch:sequence pair).
+ * - An unreachable or failing backend throws StoreUnavailableError (use kit/errors.ts).
+ * - Items are never deleted by CasStore: a released lease is rewritten with no holder, and the
+ *   term counter stays forever. `delete` exists only for tests that prove deletion is survived.
+ */
+
+/** BackendItem is one key's value and version. */
+export interface BackendItem {
+  readonly key: string;
+  readonly value: string;
+  readonly version: string;
+}
+
+/** ReplaceItem is one conditional replacement of a batch. */
+export interface ReplaceItem {
+  readonly key: string;
+  readonly version: string;
+  readonly value: string;
+}
+
+/** CasBackend: see the file comment. */
+export interface CasBackend {
+  /** Short name for messages and the store's `kind`, e.g. "dynamodb". */
+  readonly name: string;
+  /** get reads one key, or null if absent. Reads are linearizable (strongly consistent). */
+  get(key: string): Promise<BackendItem | null>;
+  /** create writes a new key; returns its version, or null if the key already exists. */
+  create(key: string, value: string): Promise<string | null>;
+  /** replace writes `value` if the key's version is `version`; returns the new version, or null. */
+  replace(key: string, version: string, value: string): Promise<string | null>;
+  /** list returns the items whose key starts with `prefix`, in key order, at most `limit`. */
+  list(prefix: string, limit: number): Promise<BackendItem[]>;
+  /**
+   * replaceMany (optional) sends many replacements in one round trip; each succeeds or fails on
+   * its own. `maxBatch` says how many fit in one call (CasStore splits larger batches).
+   */
+  replaceMany?(items: readonly ReplaceItem[]): Promise<(string | null)[]>;
+  readonly maxBatch?: number;
+  /**
+   * watch (optional) calls `onChange` after a key changes: with the new item when known cheaply,
+   * null when it is gone, undefined for "read it". Spurious calls are fine. Returns a stop function.
+   */
+  watch?(key: string, onChange: (item: BackendItem | null | undefined) => void): () => void;
+  /** watchLive: false while a watch cannot hear changes (see LeaseStore.watchLive). */
+  readonly watchLive?: boolean;
+  /** delete (optional, for tests) removes a key. */
+  delete?(key: string): Promise<void>;
+  /** close releases connections; idempotent. */
+  close(): Promise<void>;
+}
+
+/** leaseKey, termKey and ledgerKey name the three key families. */
+export const leaseKey = (lock: string): string => `lease/${lock}`;
+export const termKey = (lock: string): string => `term/${lock}`;
+export const ledgerKey = (key: string): string => `ledger/${key}`;
