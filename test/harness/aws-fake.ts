@@ -100,6 +100,7 @@ export class AwsFake {
   private readonly failures: { action: string; code: string; status: number; times: number; after: number }[] = [];
   private readonly holds: { action: string; arrived: () => void; gate: Promise<void> }[] = [];
   private readonly imds = new Map<string, Server>();
+  private readonly imdsUrls = new Map<string, Promise<string>>();
   private readonly tokens = new Set<string>();
   private nextId = 0x100000;
   private seq = 0;
@@ -213,13 +214,16 @@ export class AwsFake {
 
   /** metadataEndpoint starts (once) the metadata listener that answers as `instanceId`. */
   async metadataEndpoint(instanceId: string): Promise<string> {
-    let server = this.imds.get(instanceId);
-    if (!server) {
-      server = createServer((req, res) => void this.onImds(instanceId, req, res));
-      await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    // Kept as a promise at once: concurrent callers for one instance share one listener (two
+    // listeners would leave one open after stop()).
+    let url = this.imdsUrls.get(instanceId);
+    if (!url) {
+      const server = createServer((req, res) => void this.onImds(instanceId, req, res));
       this.imds.set(instanceId, server);
+      url = new Promise<string>((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as { port: number }).port}`)));
+      this.imdsUrls.set(instanceId, url);
     }
-    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    return url;
   }
 
   /**
