@@ -8,6 +8,11 @@ import type { LeaseRecord, LeaseStore } from './store.js';
  */
 export const STEP_DOWN_INSTANCE_LEAVING = 'instance-leaving';
 
+/** stepDownNoteOf is the reason a requester wrote with the step-down flag (see `reason` below), if any. */
+export function stepDownNoteOf(record: LeaseRecord): string | undefined {
+  return record.stepDownRequested && typeof record.metadata.stepDownReason === 'string' ? record.metadata.stepDownReason : undefined;
+}
+
 export type StepDownOutcome =
   | { readonly outcome: 'released'; readonly record: LeaseRecord | null }
   | { readonly outcome: 'not-holder'; readonly record: LeaseRecord | null };
