@@ -24,6 +24,12 @@ export const ExitCode = {
   /** Leadership was lost or not won in time; a stale term; try again. */
   tempFail: 75,
   config: 78,
+  /**
+   * Stepped down because this host is leaving (a step-down requested with the reason
+   * STEP_DOWN_INSTANCE_LEAVING, by `baton aws drain`): done, not a failure. Supervisors list
+   * it in RestartPreventExitStatus= so a dying instance does not campaign again.
+   */
+  leaving: 79,
   /** The command to run was not found or is not executable (as a shell says). */
   commandNotFound: 127,
 } as const;

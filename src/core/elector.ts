@@ -9,6 +9,7 @@ import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason } from './elector-events.js';
 import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
+import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
@@ -59,6 +60,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private readonly loop: ReconcileLoop;
   private pendingRelease?: LeaseRecord;
   private stepDownAsked = false;
+  private stepDownNote?: string; // the requester's reason, seen on a notification
   private holdOffUntilMs = 0;
 
   constructor(options: LeaderElectorOptions) {
@@ -204,6 +206,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         this.stepDown('lost');
       } else if (record.stepDownRequested) {
         this.stepDownAsked = true;
+        this.stepDownNote = noteOf(record) ?? this.stepDownNote;
       } else {
         return; // an echo of our own renewal
       }
@@ -321,6 +324,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const l = new Leadership(record, startMs, this.timing.renewDeadlineMs, this.clock, (x) => this.deadlinePassed(x));
     this.leadership = l;
     this.stepDownAsked = false;
+    this.stepDownNote = undefined;
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
     this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
@@ -380,7 +384,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
     this.holdOff();
-    this.stepDown(reason);
+    this.stepDown(reason, noteOf(l.record) ?? this.stepDownNote);
     return this.release(l.record);
   }
 
@@ -396,13 +400,14 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   /** stepDown ends leadership at once: abort the signal, then emit `stopped`. Never awaits. */
-  private stepDown(reason: StopReason): void {
+  private stepDown(reason: StopReason, note?: string): void {
     const l = this.leadership;
     if (!l) return;
     this.leadership = undefined;
     this.stepDownAsked = false;
+    this.stepDownNote = undefined;
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
-    this.emit('stopped', { term: l.term, reason });
+    this.emit('stopped', note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason });
   }
 
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */

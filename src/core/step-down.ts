@@ -2,6 +2,17 @@ import { realClock, sleep, type Clock } from './clock.js';
 import { LeaseLostError } from './errors.js';
 import type { LeaseRecord, LeaseStore } from './store.js';
 
+/**
+ * STEP_DOWN_INSTANCE_LEAVING is the step-down reason for "this host is going away" (Auto Scaling
+ * termination): the holder's runner ends with exit 79 (ExitCode.leaving, cli/exit-codes.ts) instead of campaigning again.
+ */
+export const STEP_DOWN_INSTANCE_LEAVING = 'instance-leaving';
+
+/** stepDownNoteOf is the reason a requester wrote with the step-down flag (see `reason` below), if any. */
+export function stepDownNoteOf(record: LeaseRecord): string | undefined {
+  return record.stepDownRequested && typeof record.metadata.stepDownReason === 'string' ? record.metadata.stepDownReason : undefined;
+}
+
 export type StepDownOutcome =
   | { readonly outcome: 'released'; readonly record: LeaseRecord | null }
   | { readonly outcome: 'not-holder'; readonly record: LeaseRecord | null };
@@ -11,11 +22,13 @@ export type StepDownOutcome =
  * setting the step-down flag in its record; the holder stops its work first, then releases.
  * It never frees a lease itself: a holder that may still act is never overridden. Resolves once
  * the lease has changed hands or is free; rejects with LeaseLostError after `timeoutMs`.
+ * `reason`, if given, goes into the record's metadata as `stepDownReason` with the flag; the
+ * holder's elector reports it as `note` on its `stopped` event.
  */
 export async function requestStepDown(
   store: LeaseStore,
   lock: string,
-  options: { identity?: string; timeoutMs?: number; clock?: Clock; pollMs?: number } = {},
+  options: { identity?: string; timeoutMs?: number; clock?: Clock; pollMs?: number; reason?: string } = {},
 ): Promise<StepDownOutcome> {
   const clock = options.clock ?? realClock;
   const deadline = clock.monotonicMs() + (options.timeoutMs ?? 30_000);
@@ -25,7 +38,7 @@ export async function requestStepDown(
   }
   const target = { holder: record.holder, term: record.term };
   // 1. Set the flag with a compare-and-set that keeps holder and term.
-  while (!record.stepDownRequested) {
+  while (!record.stepDownRequested || (options.reason !== undefined && record.metadata.stepDownReason !== options.reason)) {
     const result = await store.write(lock, record.revision, {
       holder: record.holder,
       newTerm: false,
@@ -34,7 +47,7 @@ export async function requestStepDown(
       renewedAt: record.renewedAt,
       transitions: record.transitions,
       stepDownRequested: true,
-      metadata: record.metadata,
+      metadata: options.reason !== undefined ? { ...record.metadata, stepDownReason: options.reason } : record.metadata,
     });
     if (result.ok) break;
     const current = result.current !== undefined ? result.current : await store.read(lock);

@@ -5,7 +5,7 @@
  * (src/aws imports it lazily), so `baton --help` and the store commands never pay for it.
  */
 import { Command, Option } from 'commander';
-import { UsageError } from '../../core/errors.js';
+import { InvalidConfigError, UsageError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
@@ -19,7 +19,8 @@ export const AWS_STRATEGIES = ['asg-lowest', 'asg-tag'] as const;
 
 /**
  * awsIsLeader runs an AWS strategy of `baton is-leader` and returns the exit code: 0 leader,
- * 1 not; errors propagate (69 AWS unreachable, 78 not in a group / refused / SDK missing).
+ * 1 not; errors propagate (69 AWS unreachable, 78 not in a group / refused / SDK missing) —
+ * the same for both strategies, so a script tells "not set up" from "not the leader".
  */
 export async function awsIsLeader(strategy: string, opts: { json?: boolean; tag?: string }): Promise<number> {
   quietSdk();
@@ -94,8 +95,11 @@ export function register(program: Command): Command {
     .summary('run the leader-tag reconciler once for the named groups')
     .description(
       'Make exactly one InService, Healthy member of each --group carry the leader tag (what the\n' +
-        'Lambda handler does on each notification). Exit 0 when every group settled, 75 if one did\n' +
-        'not (run again), 69 AWS unreachable, 78 AWS refused. Region: AWS_REGION or instance metadata.',
+        'Lambda handler does on each notification). A stale tag left on an instance that is not\n' +
+        'InService (e.g. EC2 refuses to untag a terminated one) does not count and is reported as a\n' +
+        'warning. Exit 0 when every group settled (also with no InService member), 75 if one did\n' +
+        'not (run again), 69 AWS unreachable, 78 a group does not exist or AWS refused.\n' +
+        'Region: AWS_REGION or instance metadata.',
     )
     .addOption(new Option('--group <name>', 'Auto Scaling group (repeatable)').argParser(collect).makeOptionMandatory())
     .addOption(new Option('--tag <key>', 'leader tag key (default app:isLeader)').env('BATON_LEADER_TAG'))
@@ -103,16 +107,21 @@ export function register(program: Command): Command {
     .action(async (opts: { group: string[]; tag?: string; json?: boolean }) => {
       quietSdk();
       const tag = leaderTagKey(opts.tag);
-      const api = connectAws({ region: await resolveRegion(new InstanceMetadata()) });
+      const region = await resolveRegion(new InstanceMetadata());
+      const api = connectAws({ region });
+      const missing: string[] = [];
       try {
         for (const group of opts.group) {
           const r = await reconcileGroup(api, group, { tag, log: info });
           if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
-          else info(`${group}: leader ${r.leader ?? 'none'} (${r.candidates} candidate(s))${r.exists ? '' : ' — no such group'}`);
+          if (!r.exists) missing.push(group);
+          else if (!opts.json) info(`${group}: leader ${r.leader ?? 'none'} (${r.candidates} candidate(s))${r.stale.length ? `; ${r.stale.length} stale tag(s) left` : ''}`);
         }
       } finally {
         api.close();
       }
+      // A misspelt name must not pass for a group with nobody in service (that one is exit 0).
+      if (missing.length > 0) throw new InvalidConfigError(`aws reconcile: no Auto Scaling group named ${missing.map((g) => `"${g}"`).join(', ')} in ${region}`);
       throw new CliExit(ExitCode.ok);
     });
   return aws;

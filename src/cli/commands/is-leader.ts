@@ -14,7 +14,8 @@ export function register(program: Command): Command {
     .description(
       'Exit 0 if ID — by default, any holder whose recorded hostname is this host\'s — holds a live\n' +
         'lease on the lock, 1 if not, 69 if the store cannot be reached. With --strategy asg-lowest or\n' +
-        'asg-tag it asks EC2 Auto Scaling instead (no store): 0 leader, 1 not, 69 AWS unreachable.',
+        'asg-tag it asks EC2 Auto Scaling instead (no store): 0 leader, 1 not, 69 AWS unreachable,\n' +
+        '78 not in an Auto Scaling group or AWS refused (docs/aws.md).',
     );
   withStoreOption(cmd);
   withLockOption(cmd);

@@ -2,7 +2,8 @@ import { Command, Option } from 'commander';
 import { LeaseLostError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
-import type { ElectedEvent, LeaderElector } from '../../core/elector.js';
+import type { ElectedEvent, LeaderElector, StoppedEvent } from '../../core/elector.js';
+import { STEP_DOWN_INSTANCE_LEAVING } from '../../core/step-down.js';
 import {
   CliExit,
   info,
@@ -32,8 +33,10 @@ export function register(program: Command): void {
     .description(
       'Campaign for the lock; when elected, run COMMAND with BATON_LOCK, BATON_IDENTITY and BATON_TERM\n' +
         '(the fencing token) set. If leadership is lost the command is stopped (SIGTERM, then SIGKILL)\n' +
-        'before any other instance can be elected, and baton exits 75. When the command exits, the\n' +
-        'lease is released and baton exits with its code.',
+        'before any other instance can be elected, and baton exits 75 — or 79 when it was asked to step\n' +
+        'down because this instance is leaving (`baton aws drain`; list 79 in systemd\'s\n' +
+        'RestartPreventExitStatus=). When the command exits, the lease is released and baton exits\n' +
+        'with its code.',
     )
     .argument('<command...>', 'the command to run, after --');
   withStoreOption(cmd);
@@ -75,19 +78,32 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       const won = await campaign(elector, giveUp.signal, o.timeoutMs);
       info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
       let stopping: Promise<void> | undefined;
+      // A step-down asked for because this host is going away (`baton aws drain`): listened to
+      // before the window is made, so it is known when onLost runs.
+      let leaving = false;
+      const onStopped = (e: StoppedEvent) => {
+        if (e.term === won.term && e.note === STEP_DOWN_INSTANCE_LEAVING) leaving = true;
+      };
+      elector.on('stopped', onStopped);
       current = runTerm(electorWindow(elector, won.term), {
         argv,
         lock: elector.lock,
         identity: elector.identity,
         onLost: (reason) => {
-          info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
+          info(`leadership of "${elector.lock}" lost (${reason}${leaving ? ': this instance is leaving' : ''}); stopping ${argv[0]}`);
           // Not running again: stop campaigning now, or the elector may win the lease back (a new
           // term, for nothing) while the command is still shutting down.
-          if (interrupted || !o.keepRunning) stopping = elector.stop();
+          if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();
         },
       });
       const outcome = await current.done;
       current = undefined;
+      elector.off('stopped', onStopped);
+      if (outcome.kind === 'lost' && leaving) {
+        // Handed over because this host is leaving: done (79), whatever --keep-running says.
+        await (stopping ?? elector.stop());
+        return interrupted ? signalExitCode(interrupted) : ExitCode.leaving;
+      }
       if (outcome.kind === 'lost') {
         await stopping;
         if (interrupted || !o.keepRunning) return interrupted ? signalExitCode(interrupted) : ExitCode.tempFail;
