@@ -59,8 +59,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private notified: LeaseRecord | null | undefined | typeof NOTHING = NOTHING;
   private readonly loop: ReconcileLoop;
   private pendingRelease?: LeaseRecord;
-  private stepDownAsked = false;
-  private stepDownNote?: string; // the requester's reason, seen on a notification
+  /** Set when a notification showed a step-down request, with the requester's reason if any. */
+  private stepDownAsked?: { note?: string };
   private holdOffUntilMs = 0;
 
   constructor(options: LeaderElectorOptions) {
@@ -205,8 +205,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       if (record.holder !== this.identity || record.term !== l.term) {
         this.stepDown('lost');
       } else if (record.stepDownRequested) {
-        this.stepDownAsked = true;
-        this.stepDownNote = noteOf(record) ?? this.stepDownNote;
+        this.stepDownAsked = { note: noteOf(record) ?? this.stepDownAsked?.note };
       } else {
         return; // an echo of our own renewal
       }
@@ -323,8 +322,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // 4. The deadline timer is armed before anyone hears of the leadership.
     const l = new Leadership(record, startMs, this.timing.renewDeadlineMs, this.clock, (x) => this.deadlinePassed(x));
     this.leadership = l;
-    this.stepDownAsked = false;
-    this.stepDownNote = undefined;
+    this.stepDownAsked = undefined;
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
     this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
@@ -384,7 +382,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
     this.holdOff();
-    this.stepDown(reason, noteOf(l.record) ?? this.stepDownNote);
+    this.stepDown(reason, noteOf(l.record) ?? this.stepDownAsked?.note);
     return this.release(l.record);
   }
 
@@ -404,8 +402,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const l = this.leadership;
     if (!l) return;
     this.leadership = undefined;
-    this.stepDownAsked = false;
-    this.stepDownNote = undefined;
+    this.stepDownAsked = undefined;
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
     this.emit('stopped', note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason });
   }
