@@ -4,6 +4,9 @@
  *   azblob://CONTAINER[?prefix=baton/&timeout=5s]            credentials from AZURE_STORAGE_CONNECTION_STRING
  *   azblob://ACCOUNT/CONTAINER[?…]                          https://ACCOUNT.blob.core.windows.net with the
  *                                                           Azure credential chain (@azure/identity)
+ *
+ * `?endpoint=URL` names the blob service instead (the connection string's BlobEndpoint, or the
+ * account's default URL): a private endpoint, another cloud, or a proxy in front of azurite.
  */
 import { parseDuration } from '../../core/duration.js';
 import { InvalidConfigError } from '../../core/errors.js';
@@ -19,6 +22,8 @@ export interface AzblobConfig {
   readonly prefix: string;
   /** Deadline of each request, in ms. Default 5000. */
   readonly timeoutMs: number;
+  /** The blob service URL, when `?endpoint=` overrides the connection string's or the account's. */
+  readonly endpoint?: string;
 }
 
 /** DEFAULT_PREFIX keeps baton's blobs in one folder of a container that may hold other data. */
@@ -27,7 +32,7 @@ export const DEFAULT_PREFIX = 'baton/';
 export const DEFAULT_TIMEOUT_MS = 5000;
 
 const SHAPE = /^azblob:\/\/([^/?#]*)(?:\/([^/?#]*))?\/?(?:\?([^#]*))?$/i;
-const KNOWN = ['prefix', 'timeout'];
+const KNOWN = ['prefix', 'timeout', 'endpoint'];
 
 /** parseAzblobUrl reads an `azblob:` URL (see the file comment); env supplies the connection string. */
 export function parseAzblobUrl(text: string, env: NodeJS.ProcessEnv): AzblobConfig {
@@ -41,6 +46,11 @@ export function parseAzblobUrl(text: string, env: NodeJS.ProcessEnv): AzblobConf
   const timeoutText = params.get('timeout');
   const timeoutMs = timeoutText === null ? DEFAULT_TIMEOUT_MS : parseDuration(timeoutText, 'azblob: timeout');
   if (timeoutMs < 100 || timeoutMs > 120_000) throw new InvalidConfigError(`azblob: timeout "${timeoutText}" must be between 100ms and 2m`);
+  const endpoint = params.get('endpoint') ?? undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(endpoint)) {
+    throw new InvalidConfigError(`azblob: endpoint "${endpoint}" is not an http(s) URL`);
+  }
+  const extra = endpoint === undefined ? {} : { endpoint: endpoint.replace(/\/+$/, '') };
   if (second === undefined) {
     const connectionString = env.AZURE_STORAGE_CONNECTION_STRING?.trim();
     if (!connectionString) {
@@ -51,10 +61,10 @@ export function parseAzblobUrl(text: string, env: NodeJS.ProcessEnv): AzblobConf
     if (!/(^|;)\s*(AccountName|BlobEndpoint|UseDevelopmentStorage)\s*=/i.test(connectionString)) {
       throw new InvalidConfigError('azblob: AZURE_STORAGE_CONNECTION_STRING is not a storage connection string (no AccountName= or BlobEndpoint=)');
     }
-    return { container: checkContainer(first), auth: { connectionString }, prefix, timeoutMs };
+    return { container: checkContainer(first), auth: { connectionString }, prefix, timeoutMs, ...extra };
   }
   if (!/^[a-z0-9]{3,24}$/.test(first)) throw new InvalidConfigError(`azblob: account "${first}" must be 3–24 lower-case letters and digits`);
-  return { container: checkContainer(second), auth: { account: first }, prefix, timeoutMs };
+  return { container: checkContainer(second), auth: { account: first }, prefix, timeoutMs, ...extra };
 }
 
 /** checkContainer applies Azure's container naming rule, so a typo fails here and not at the first request. */

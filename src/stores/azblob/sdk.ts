@@ -31,7 +31,7 @@ export async function containerClientFor(config: AzblobConfig): Promise<Containe
   if ('connectionString' in config.auth) {
     let service;
     try {
-      service = sdk.BlobServiceClient.fromConnectionString(config.auth.connectionString, options);
+      service = sdk.BlobServiceClient.fromConnectionString(withEndpoint(config.auth.connectionString, config.endpoint), options);
     } catch (err) {
       throw new InvalidConfigError(`azblob: AZURE_STORAGE_CONNECTION_STRING is not usable: ${errorMessage(err).split('\n')[0]}`);
     }
@@ -45,8 +45,16 @@ export async function containerClientFor(config: AzblobConfig): Promise<Containe
       `azblob: azblob://${config.auth.account}/… signs in with @azure/identity, which is not installed (npm install @azure/identity@4.13.1), or set AZURE_STORAGE_CONNECTION_STRING and use azblob://${config.container}: ${errorMessage(err)}`,
     );
   }
-  const service = new sdk.BlobServiceClient(`https://${config.auth.account}.blob.core.windows.net`, new identity.DefaultAzureCredential(), options);
+  const url = config.endpoint ?? `https://${config.auth.account}.blob.core.windows.net`;
+  const service = new sdk.BlobServiceClient(url, new identity.DefaultAzureCredential(), options);
   return service.getContainerClient(config.container);
+}
+
+/** withEndpoint sets a connection string's BlobEndpoint (when `endpoint` is given). */
+function withEndpoint(connectionString: string, endpoint: string | undefined): string {
+  if (!endpoint) return connectionString;
+  const parts = connectionString.split(';').filter((p) => p.trim() !== '' && !/^\s*BlobEndpoint\s*=/i.test(p));
+  return [...parts, `BlobEndpoint=${endpoint}`].join(';');
 }
 
 /** Failure is what the store needs to know about an SDK error: the HTTP status and Azure's error code. */

@@ -14,7 +14,7 @@ import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../../src/core/stor
 import { AzblobStore, blobLeaseSeconds, parseAzblobUrl } from '../../../src/stores/azblob/index.js';
 import { proposedLeaseId } from '../../../src/stores/azblob/lease.js';
 import { blobName, keyOf, namePrefix } from '../../../src/stores/azblob/names.js';
-import { parseStoreUrl } from '../../../src/stores/registry.js';
+import { openStore, parseStoreUrl } from '../../../src/stores/registry.js';
 import { AzuriteServer, freePort } from '../../../infra/servers/index.js';
 
 const server = await new AzuriteServer().start();
@@ -177,6 +177,14 @@ describe('azblob: connections', () => {
     assert.ok((await s.write(lockName('owned'), null, acquire('alice'))).ok);
   });
 
+  it('openStore with ?endpoint= reaches the service the endpoint names, not the connection string\'s', async () => {
+    const dead = server.connectionString.replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${await freePort()}`);
+    const s = await openStore(`azblob://units?endpoint=${encodeURIComponent(server.endpoint)}`, { env: { AZURE_STORAGE_CONNECTION_STRING: dead } });
+    opened.push(s);
+    assert.equal(s.kind, 'azblob');
+    assert.ok((await s.write(lockName('endpoint'), null, acquire('alice'))).ok);
+  });
+
   it('refuses a missing container it may not create, in one line', async () => {
     const missing = service.getContainerClient(`missing-${process.pid}`);
     await assert.rejects(AzblobStore.fromContainer(missing, { createContainer: false }), (e: Error) => e instanceof InvalidConfigError && /does not exist/.test(e.message) && !e.message.includes('\n'));
@@ -221,6 +229,7 @@ describe('azblob: URL', () => {
     assert.deepEqual(parseAzblobUrl('azblob://leases', env), { container: 'leases', auth: { connectionString: env.AZURE_STORAGE_CONNECTION_STRING }, prefix: 'baton/', timeoutMs: 5000 });
     assert.deepEqual(parseAzblobUrl('azblob://myaccount/leases?prefix=app/&timeout=2s', {}), { container: 'leases', auth: { account: 'myaccount' }, prefix: 'app/', timeoutMs: 2000 });
     assert.equal(parseStoreUrl('azblob://leases', { env }).descriptor.name, 'azblob');
+    assert.equal(parseAzblobUrl('azblob://leases?endpoint=http://127.0.0.1:9/devstoreaccount1/', env).endpoint, 'http://127.0.0.1:9/devstoreaccount1');
   });
 
   it('rejects bad URLs with one line naming the problem, before any I/O', () => {
@@ -233,6 +242,7 @@ describe('azblob: URL', () => {
       ['azblob://leases?colour=red', env, /unknown URL option "colour"/],
       ['azblob://leases?timeout=0ms', env, /timeout "0ms"/],
       ['azblob://a/b/c', env, /is not azblob:\/\/CONTAINER/],
+      ['azblob://leases?endpoint=ftp://x', env, /endpoint "ftp:\/\/x" is not an http\(s\) URL/],
     ] as const) {
       assert.throws(() => parseAzblobUrl(url, e), (err: Error) => err instanceof InvalidConfigError && pattern.test(err.message) && !err.message.includes('\n'), url);
     }
