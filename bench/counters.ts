@@ -185,3 +185,42 @@ export async function etcdCounter(endpoint: string): Promise<ServerCounter> {
     async close() {},
   };
 }
+
+/**
+ * azuriteCounter counts the HTTP requests that reach azurite, at a counting reverse proxy the
+ * store URL points to (azurite has no request counters of its own, and Azure bills per request
+ * too). A request's kind is its method and `comp`, with the lease action for lease calls:
+ * "GET blob", "PUT blob", "PUT lease:renew"…
+ */
+export async function azuriteCounter(targetPort: number): Promise<ServerCounter & { readonly port: number }> {
+  const http = await import('node:http');
+  const counts: Counts = new Map();
+  const agent = new http.Agent({ keepAlive: true });
+  const server = http.createServer((req, res) => {
+    const comp = new URL(req.url ?? '/', 'http://x').searchParams.get('comp');
+    const action = req.headers['x-ms-lease-action'];
+    const kind = `${req.method} ${comp ?? 'blob'}${action ? `:${String(action)}` : ''}`;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    source: 'HTTP requests reaching azurite, counted at a reverse proxy in front of it (method, comp, lease action)',
+    perRole: false,
+    async begin() {
+      return { snapshot: async () => new Map(counts), end: async () => {} };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      agent.destroy();
+    },
+  };
+}

@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { AzuriteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -34,6 +34,8 @@ export interface StoreKind {
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
   start(dir: string): Promise<BenchStore>;
+  /** A URL the store's parser accepts without any environment. Default `<scheme>://127.0.0.1:1`. */
+  readonly probeUrl?: string;
 }
 
 /** STORE_KINDS lists every store the bench runs, in report order. */
@@ -42,12 +44,14 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // No change notification in Blob Storage: standbys poll.
+  { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
   try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
+    parseStoreUrl(kind.probeUrl ?? (kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`));
     return true;
   } catch {
     return false;
@@ -124,6 +128,28 @@ async function startEtcd(): Promise<BenchStore> {
     url: server.url,
     endpoint: server.endpoint,
     serverVersion: `etcd ${version} (single member)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+/**
+ * startAzurite: baton and the peers reach azurite through the counting proxy (`?endpoint=`); the
+ * connection string is exported for the bench's child processes.
+ */
+async function startAzurite(): Promise<BenchStore> {
+  const server = await started(new AzuriteServer());
+  const counter = await azuriteCounter(server.port);
+  process.env.AZURE_STORAGE_CONNECTION_STRING = server.connectionString;
+  const endpoint = `http://127.0.0.1:${counter.port}/devstoreaccount1`;
+  const { version } = createRequire(import.meta.url)('azurite/package.json') as { version: string };
+  return {
+    name: 'azblob',
+    url: `azblob://bench?endpoint=${encodeURIComponent(endpoint)}`,
+    serverVersion: `azurite ${version} (blob service)`,
     counter,
     async stop() {
       await counter.close();

@@ -34,6 +34,11 @@ interface Candidate {
 
 /** measureHerd adds one ops_per_candidate_per_failover row for `s`. */
 export async function measureHerd(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
+  if (!s.kind.notifies) {
+    // Standbys that poll never go quiet: their steady load is idle_standby_rps instead.
+    ctx.notes.push(`herd: ${s.kind.name} has no notification (standbys poll), so there is no quiet to measure a failover against; see idle_standby_rps`);
+    return;
+  }
   const n = ctx.plan.herdCandidates;
   const sqlite = !s.store.counter;
   if (sqlite) installSqliteStatementCounter();
