@@ -11,15 +11,16 @@ import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor
 import { etcdStore } from './etcd/descriptor.js';
 import { redactUrl } from './kit/url.js';
 import { memoryStore } from './memory/descriptor.js';
+import { natsStore } from './nats/descriptor.js';
 import { postgresStore } from './postgres/descriptor.js';
 import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, natsStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['k8s', 'dynamodb', 'zk', 'azblob', 'mysql'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);
