@@ -185,3 +185,29 @@ export async function etcdCounter(endpoint: string): Promise<ServerCounter> {
     async close() {},
   };
 }
+
+/**
+ * natsCounter reads nats-server's monitoring endpoint: `/varz` `in_msgs` (every message clients
+ * sent: KV writes are publishes, reads and watch set-ups are JetStream API requests) split by
+ * `/jsz` `api.total` into JetStream API requests and the other messages (KV writes, flow-control
+ * replies). PINGs are not messages and are not counted.
+ */
+export async function natsCounter(monitorEndpoint: string): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => {
+    const varz = (await (await fetch(`${monitorEndpoint}/varz`)).json()) as { in_msgs?: number };
+    const jsz = (await (await fetch(`${monitorEndpoint}/jsz`)).json()) as { api?: { total?: number } };
+    const api = jsz.api?.total ?? 0;
+    return new Map([
+      ['JetStream API requests', api],
+      ['other client messages (KV writes, flow control)', Math.max(0, (varz.in_msgs ?? 0) - api)],
+    ]);
+  };
+  return {
+    source: 'nats-server /varz in_msgs, split by /jsz api.total (messages received from clients)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}

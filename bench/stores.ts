@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { etcdCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -42,6 +42,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
@@ -124,6 +125,23 @@ async function startEtcd(): Promise<BenchStore> {
     url: server.url,
     endpoint: server.endpoint,
     serverVersion: `etcd ${version} (single member)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startNats(): Promise<BenchStore> {
+  const server = await started(new NatsServer());
+  const varz = await server.varz();
+  const monitor = `http://127.0.0.1:${server.monitorPort}`;
+  const counter = await natsCounter(monitor);
+  return {
+    name: 'nats',
+    url: server.url,
+    serverVersion: `nats-server ${String(varz.version ?? '?')} (JetStream, file storage, single server)`,
     counter,
     async stop() {
       await counter.close();

@@ -11,7 +11,7 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
 import type { Database } from 'better-sqlite3';
 
@@ -61,6 +61,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite },
   postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()) },
   redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()) },
+  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()) },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
   // lease can outlive its TTL by up to 500 ms: the retry period is chosen longer than that, so
