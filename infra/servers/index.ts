@@ -8,3 +8,4 @@ export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
 export { EtcdServer } from './etcd.js';
 export { NatsServer } from './nats.js';
+export { MariaDBServer } from './mariadb.js';
