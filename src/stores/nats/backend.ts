@@ -8,23 +8,23 @@
  *   ("wrong last sequence", API error 10071) is a lost race: null.
  * - A revision is the sequence number of the bucket's stream. It never goes back or repeats
  *   while the stream exists, and with file storage the stream survives server restarts.
- * - `watch` runs one ordered push consumer per watched key (DeliverLastPerSubject: its first
- *   delivery is the key's current value, so nothing written between a read and the watch is
- *   missed). The server is not asked to expire anything: on nats-server 2.9 a key removed by
- *   the bucket's max age is not announced to watchers, so expiry stays the elector's own
- *   observation, as on every compare-and-set store.
+ * - `watch` listens through one ordered consumer per key family and store handle (feed.ts),
+ *   not one per key. The server is not asked to expire anything: on nats-server 2.9 a key
+ *   removed by the bucket's max age is not announced to watchers, so expiry stays the elector's
+ *   own observation, as on every compare-and-set store.
  * - While the connection is down `watchLive` is false and every watcher is woken once; after
- *   the client reconnects, every watch is made again (the server may have restarted and lost
- *   its ephemeral consumers) and the new consumer's first delivery wakes the watcher again.
+ *   the client reconnects the consumers are made again (the server may have restarted and lost
+ *   them), and their first deliveries (each key's last value) wake the watchers again.
  * - Calls made while disconnected fail at once instead of waiting in the client's reconnect
  *   buffer, so a compare-and-set is not sent long after the elector gave up on it.
  */
-import type { KV, KvEntry, NatsConnection, QueuedIterator, Status } from 'nats';
+import type { KV, KvEntry, NatsConnection, Status } from 'nats';
 import { StoreUnavailableError } from '../../core/errors.js';
 import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
 import { translated } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
+import { KeyFeed } from './feed.js';
 import { fromNatsKey, listFilter, toNatsKey } from './keys.js';
 
 /** NatsBackendOptions: the call bound, whether the connection is baton's to close, a label. */
@@ -34,18 +34,6 @@ export interface NatsBackendOptions {
   readonly label: string;
 }
 
-/** One watched key: its consumer (when running) and its generation (bumped on each restart). */
-interface KeyWatch {
-  readonly natsKey: string;
-  readonly onChange: (item: BackendItem | null | undefined) => void;
-  iter?: QueuedIterator<KvEntry>;
-  generation: number;
-  stopped: boolean;
-  retry?: NodeJS.Timeout;
-}
-
-/** How long a watch that failed to start waits before the next try. */
-const WATCH_RETRY_MS = 500;
 /** How many gets of a listing run at once. */
 const LIST_PARALLEL = 64;
 
@@ -59,9 +47,8 @@ export class NatsKvBackend implements CasBackend {
   readonly maxBatch = 512;
   private readonly guard = new ClosedGuard('nats');
   private connected: boolean;
-  private readonly watches = new Set<KeyWatch>();
-  /** Watches whose consumer is not running now. */
-  private readonly down = new Set<KeyWatch>();
+  /** family filter (`lease.*`) → its feed. */
+  private readonly feeds = new Map<string, KeyFeed>();
   private readonly status: AsyncIterable<Status> & { stop(): void };
 
   constructor(private readonly nc: NatsConnection, private readonly kv: KV, private readonly options: NatsBackendOptions) {
@@ -72,7 +59,9 @@ export class NatsKvBackend implements CasBackend {
   }
 
   get watchLive(): boolean {
-    return this.connected && this.down.size === 0;
+    if (!this.connected) return false;
+    for (const feed of this.feeds.values()) if (!feed.live) return false;
+    return true;
   }
 
   async get(key: string): Promise<BackendItem | null> {
@@ -120,17 +109,12 @@ export class NatsKvBackend implements CasBackend {
   }
 
   watch(key: string, onChange: (item: BackendItem | null | undefined) => void): () => void {
-    const w: KeyWatch = { natsKey: toNatsKey(key), onChange, generation: 0, stopped: false };
-    this.watches.add(w);
-    this.down.add(w);
-    if (this.connected) void this.runWatch(w, w.generation);
-    return () => {
-      w.stopped = true;
-      clearTimeout(w.retry);
-      w.iter?.stop();
-      this.watches.delete(w);
-      this.down.delete(w);
-    };
+    this.guard.check();
+    const natsKey = toNatsKey(key);
+    const filter = listFilter(key);
+    let feed = this.feeds.get(filter);
+    if (!feed) this.feeds.set(filter, (feed = new KeyFeed(this.kv, filter, this.options.timeoutMs, () => this.connected && !this.guard.closed)));
+    return feed.add(natsKey, onChange);
   }
 
   async delete(key: string): Promise<void> {
@@ -139,13 +123,8 @@ export class NatsKvBackend implements CasBackend {
 
   async close(): Promise<void> {
     if (!this.guard.close()) return;
-    for (const w of this.watches) {
-      w.stopped = true;
-      clearTimeout(w.retry);
-      w.iter?.stop();
-    }
-    this.watches.clear();
-    this.down.clear();
+    for (const feed of this.feeds.values()) feed.close();
+    this.feeds.clear();
     this.status.stop();
     if (this.options.ownsConnection) await this.nc.close().catch(() => {});
   }
@@ -182,62 +161,14 @@ export class NatsKvBackend implements CasBackend {
   private lost(): void {
     if (!this.connected) return;
     this.connected = false;
-    for (const w of this.watches) {
-      w.generation++;
-      clearTimeout(w.retry);
-      w.iter?.stop();
-      w.iter = undefined;
-      this.down.add(w);
-      if (!this.guard.closed) w.onChange(undefined);
-    }
+    if (!this.guard.closed) for (const feed of this.feeds.values()) feed.down();
   }
 
-  /** regained: connected again; every watch is made anew. */
+  /** regained: connected again; every feed's consumer is made anew. */
   private regained(): void {
     if (this.guard.closed || this.nc.isClosed()) return;
     this.connected = true;
-    for (const w of this.watches) {
-      w.generation++;
-      clearTimeout(w.retry);
-      w.iter?.stop();
-      w.iter = undefined;
-      this.down.add(w);
-      void this.runWatch(w, w.generation);
-    }
-  }
-
-  /** runWatch starts the consumer of one watch and feeds its deliveries until it ends. */
-  private async runWatch(w: KeyWatch, generation: number): Promise<void> {
-    const current = () => !w.stopped && !this.guard.closed && w.generation === generation;
-    let iter: QueuedIterator<KvEntry>;
-    try {
-      iter = await withTimeout('nats', 'watch', this.options.timeoutMs, this.kv.watch({ key: w.natsKey }));
-    } catch {
-      if (current() && this.connected) w.retry = setTimeout(() => current() && void this.runWatch(w, generation), WATCH_RETRY_MS);
-      return;
-    }
-    if (!current()) {
-      iter.stop();
-      return;
-    }
-    w.iter = iter;
-    this.down.delete(w);
-    try {
-      for await (const entry of iter) {
-        if (!current()) break;
-        w.onChange(entry.operation === 'PUT' ? itemOf(fromNatsKey(entry.key), entry) : null);
-      }
-    } catch {
-      // the consumer failed; handled below like an end
-    }
-    if (!current()) return;
-    // The consumer ended without us asking (the server dropped it): wake the watcher, start again.
-    w.iter = undefined;
-    this.down.add(w);
-    w.onChange(undefined);
-    w.generation++;
-    const next = w.generation;
-    w.retry = setTimeout(() => void this.runWatch(w, next), WATCH_RETRY_MS);
+    for (const feed of this.feeds.values()) feed.restart();
   }
 }
 

@@ -82,14 +82,17 @@ export class NatsStore extends CasStore {
         pingInterval: Math.max(timeoutMs, 1_000),
         maxPingOut: 2,
       });
-      const js = nc.jetstream({ timeout: timeoutMs });
+      // Binding (or creating) the bucket may take longer than a call on a busy server; every
+      // later call is bounded by timeoutMs in backend.ts.
+      const setupMs = Math.max(timeoutMs * 3, 5_000);
+      const js = nc.jetstream({ timeout: setupMs });
       const kv = await withTimeout(
         'nats',
         `bucket ${bucket}`,
-        timeoutMs * 3,
-        js.views.kv(bucket, { history: 1, storage: sdk.StorageType.File, replicas: config?.replicas ?? 1, timeout: timeoutMs }),
+        setupMs,
+        js.views.kv(bucket, { history: 1, storage: sdk.StorageType.File, replicas: config?.replicas ?? 1, timeout: setupMs }),
       );
-      const status = await withTimeout('nats', `bucket ${bucket}`, timeoutMs, kv.status());
+      const status = await withTimeout('nats', `bucket ${bucket}`, setupMs, kv.status());
       const stream = status.streamInfo.config;
       if (stream.storage !== sdk.StorageType.File) {
         throw new InvalidConfigError(`nats: bucket "${bucket}" uses ${stream.storage} storage; terms would not survive a server restart (use a file-backed bucket)`);
