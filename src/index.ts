@@ -41,3 +41,4 @@ export {
 export { instrumentElector, type InstrumentOptions, type ElectorInstrumentation } from './metrics/index.js';
 export { createLeaderServer, type LeaderServer, type LeaderServerOptions, type LeaderView, type TimelineEntry } from './server/index.js';
 export * from './jobs/index.js';
+export * from './shards/index.js';

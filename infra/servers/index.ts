@@ -9,3 +9,5 @@ export { RedisServer } from './redis.js';
 export { EtcdServer } from './etcd.js';
 export { NatsServer } from './nats.js';
 export { MariaDBServer } from './mariadb.js';
+export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
+export { K8sFakeServer } from './k8s-fake.js';

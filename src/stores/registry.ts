@@ -9,6 +9,7 @@ import { InvalidConfigError } from '../core/errors.js';
 import type { LeaseStore } from '../core/store.js';
 import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor.js';
 import { etcdStore } from './etcd/descriptor.js';
+import { k8sStore } from './k8s/descriptor.js';
 import { redactUrl } from './kit/url.js';
 import { memoryStore } from './memory/descriptor.js';
 import { mysqlStore } from './mysql/descriptor.js';
@@ -18,10 +19,10 @@ import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, natsStore, mysqlStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, natsStore, mysqlStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['k8s', 'dynamodb', 'zk', 'azblob'];
+const PLANNED = ['dynamodb', 'zk', 'azblob'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);
