@@ -119,7 +119,7 @@ export class MysqlBackend implements CasBackend {
       const [result] = await withTimeout('mysql', what, timeoutMs + 250, this.pool.query({ sql, values, timeout: timeoutMs }));
       return result;
     } catch (err) {
-      throw describe(err, `${this.options.label}: ${what}`);
+      throw mysqlError(err, `${this.options.label}: ${what}`);
     }
   }
 }
@@ -135,8 +135,8 @@ function errno(err: unknown): number | undefined {
   return typeof n === 'number' ? n : undefined;
 }
 
-/** describe turns a driver, socket or server error into StoreUnavailableError (cause kept for errno). */
-export function describe(err: unknown, where: string): Error {
+/** mysqlError turns a driver, socket or server error into StoreUnavailableError (cause kept for errno). */
+export function mysqlError(err: unknown, where: string): Error {
   if (err instanceof StoreUnavailableError && !(err as { cause?: unknown }).cause) return err;
   if (err instanceof AggregateError && !err.message) {
     const inner = [...new Set(err.errors.map((e) => errorMessage(e) || (e as { code?: string }).code))].join('; ');

@@ -28,7 +28,7 @@ import type { Pool, PoolOptions } from 'mysql2/promise';
 import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import { CasStore } from '../kit/cas-store.js';
 import { withTimeout } from '../kit/timeout.js';
-import { MysqlBackend, describe } from './backend.js';
+import { MysqlBackend, mysqlError } from './backend.js';
 import { DEFAULT_TABLE, DEFAULT_TIMEOUT_MS, parseMysqlUrl, validateTableName, type MysqlConfig } from './config.js';
 import { MysqlStatements } from './sql.js';
 
@@ -75,7 +75,7 @@ export class MysqlStore extends CasStore {
       await ensureTable(pool, sql, timeoutMs);
     } catch (err) {
       if (!options.pool) await pool.end().catch(() => {});
-      throw describe(err, label);
+      throw mysqlError(err, label);
     }
     return new MysqlStore(new MysqlBackend(pool, sql, { timeoutMs, ownsPool: !options.pool, label }));
   }
