@@ -11,6 +11,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreUnavailableError } from '../../../src/core/errors.js';
+import { exitCodeFor } from '../../../src/cli/exit-codes.js';
 import { MysqlStore } from '../../../src/stores/mysql/index.js';
 import { acquireWrite, keepWrite, uniqueLock } from '../../../src/testing/conformance/context.js';
 import { FaultHarness } from '../../harness/fault-candidates.js';
@@ -112,7 +113,7 @@ describe('mysql SQL', () => {
   it('an unreachable server is StoreUnavailableError (exit 69) with one line', async () => {
     const port = await freePort();
     await assert.rejects(MysqlStore.open({ url: `mysql://baton:baton@127.0.0.1:${port}/baton?timeout=500ms` }), (e: Error) => {
-      return e instanceof StoreUnavailableError && e.exitCode === 69 && !e.message.includes('\n') && e.message.startsWith('mysql:');
+      return e instanceof StoreUnavailableError && exitCodeFor(e) === 69 && !e.message.includes('\n') && e.message.startsWith('mysql:');
     });
   });
 

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from 'nats';
 import { InvalidConfigError, StoreUnavailableError } from '../../../src/core/errors.js';
+import { exitCodeFor } from '../../../src/cli/exit-codes.js';
 import { NatsStore } from '../../../src/stores/nats/index.js';
 import { waitFor } from '../../../src/testing/conformance/context.js';
 import { FaultHarness } from '../../harness/fault-candidates.js';
@@ -93,7 +94,7 @@ describe('nats faults', () => {
   it('an unreachable server is StoreUnavailableError (exit 69) with one line', async () => {
     const port = await freePort();
     await assert.rejects(NatsStore.open({ url: `nats://127.0.0.1:${port}?timeout=500ms` }), (e: Error) => {
-      return e instanceof StoreUnavailableError && e.exitCode === 69 && !e.message.includes('\n') && e.message.startsWith('nats:');
+      return e instanceof StoreUnavailableError && exitCodeFor(e) === 69 && !e.message.includes('\n') && e.message.startsWith('nats:');
     });
   });
 });
