@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
@@ -34,11 +34,20 @@ export class MariaDBServer extends ManagedServer {
   get socket(): string {
     return join(this.dir, 'mysqld.sock');
   }
+  /** Its own temporary directory: two servers bootstrapping at once in /tmp collide on temp table files. */
+  private get tmp(): string {
+    return join(this.dir, 'tmp');
+  }
   protected override async prepare(): Promise<void> {
+    mkdirSync(this.tmp, { recursive: true });
+    if (this.uid !== undefined) chownSync(this.tmp, this.uid, this.gid!);
     const r = spawnSync(
       requireBinary(INSTALL_DB, 'mariadb-server'),
-      ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...(this.uid !== undefined ? ['--user=mysql'] : [])],
-      { encoding: 'utf8', cwd: this.dir },
+      [
+        '--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db',
+        `--tmpdir=${this.tmp}`, ...(this.uid !== undefined ? ['--user=mysql'] : []),
+      ],
+      { encoding: 'utf8', cwd: this.dir, env: { ...process.env, TMPDIR: this.tmp } },
     );
     if (r.status !== 0) throw new Error(`mariadb-install-db failed: ${r.stderr || r.stdout}`);
   }
@@ -47,7 +56,7 @@ export class MariaDBServer extends ManagedServer {
       bin: requireBinary(SERVER, 'mariadb-server'),
       args: [
         '--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, '--bind-address=127.0.0.1',
-        `--socket=${this.socket}`, `--pid-file=${join(this.dir, 'mysqld.pid')}`, '--skip-name-resolve',
+        `--socket=${this.socket}`, `--pid-file=${join(this.dir, 'mysqld.pid')}`, `--tmpdir=${this.tmp}`, '--skip-name-resolve',
         '--innodb-buffer-pool-size=64M', '--innodb-log-file-size=32M', '--max-connections=500', '--skip-log-bin',
         ...(this.uid !== undefined ? ['--user=mysql'] : []),
       ],

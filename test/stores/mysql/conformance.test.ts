@@ -1,7 +1,6 @@
 // The public conformance suite against a private MariaDB 10.11 (its own datadir, a free loopback
 // port). Every handle has its own pool, as separate processes would.
 import { after } from 'node:test';
-import { createPool } from 'mysql2/promise';
 import { storeConformanceSuite } from '../../../src/testing/index.js';
 import { MysqlStore } from '../../../src/stores/mysql/index.js';
 import { MariaDBServer, freePort } from '../../../infra/servers/index.js';
@@ -28,11 +27,4 @@ await storeConformanceSuite({
   restart: faults.restart,
 });
 
-// A store handed an application's own pool, on another table, passes the same suite and leaves the pool open.
-const pool = createPool({ uri: server.url, connectionLimit: 8 });
-after(() => pool.end());
-await storeConformanceSuite({
-  name: 'mysql (application pool)',
-  makeStore: () => MysqlStore.open({ pool, table: 'app_leases' }),
-});
 void faults;

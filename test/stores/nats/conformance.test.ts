@@ -1,7 +1,6 @@
 // The public conformance suite against a real nats-server 2.9 (JetStream, file storage) on a
 // free loopback port. Every handle has its own connection, as separate processes would.
 import { after } from 'node:test';
-import { connect } from 'nats';
 import { storeConformanceSuite } from '../../../src/testing/index.js';
 import { NatsStore } from '../../../src/stores/nats/index.js';
 import { NatsServer, freePort } from '../../../infra/servers/index.js';
@@ -36,11 +35,4 @@ await storeConformanceSuite({
   restart: faults.restart,
 });
 
-// A store handed an application's own connection passes the same suite and leaves it open.
-const shared = await connect({ servers: `127.0.0.1:${server.port}` });
-after(() => shared.close());
-await storeConformanceSuite({
-  name: 'nats (application connection)',
-  makeStore: () => NatsStore.open({ connection: shared, bucket: 'app' }),
-});
 void faults;
