@@ -224,3 +224,56 @@ export async function azuriteCounter(targetPort: number): Promise<ServerCounter 
     },
   };
 }
+
+/**
+ * natsCounter reads nats-server's monitoring endpoint: `/varz` `in_msgs` (every message clients
+ * sent: KV writes are publishes, reads and watch set-ups are JetStream API requests) split by
+ * `/jsz` `api.total` into JetStream API requests and the other messages (KV writes, flow-control
+ * replies). PINGs are not messages and are not counted.
+ */
+export async function natsCounter(monitorEndpoint: string): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => {
+    const varz = (await (await fetch(`${monitorEndpoint}/varz`)).json()) as { in_msgs?: number };
+    const jsz = (await (await fetch(`${monitorEndpoint}/jsz`)).json()) as { api?: { total?: number } };
+    const api = jsz.api?.total ?? 0;
+    return new Map([
+      ['JetStream API requests', api],
+      ['other client messages (KV writes, flow control)', Math.max(0, (varz.in_msgs ?? 0) - api)],
+    ]);
+  };
+  return {
+    source: 'nats-server /varz in_msgs, split by /jsz api.total (messages received from clients)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}
+
+/**
+ * mysqlCounter reads MySQL/MariaDB `SHOW GLOBAL STATUS` statement counters (Com_select,
+ * Com_insert, Com_update, Com_delete): the statements clients ran, counted by the server. The
+ * counter's own SHOW is a Com_show_status and is left out.
+ */
+export async function mysqlCounter(url: string): Promise<ServerCounter> {
+  const mysql = require('mysql2/promise') as typeof import('mysql2/promise');
+  const connection = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
+  const kinds = ['Com_select', 'Com_insert', 'Com_update', 'Com_delete'];
+  const snapshot = async (): Promise<Counts> => {
+    const [rows] = (await connection.query(`SHOW GLOBAL STATUS WHERE Variable_name IN (${kinds.map(() => '?').join(', ')})`, kinds)) as unknown as [
+      { Variable_name: string; Value: string }[],
+    ];
+    return new Map(rows.map((r) => [r.Variable_name, Number(r.Value)]));
+  };
+  return {
+    source: 'MySQL/MariaDB SHOW GLOBAL STATUS Com_select/Com_insert/Com_update/Com_delete (statements run by clients)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {
+      await connection.end().catch(() => {});
+    },
+  };
+}

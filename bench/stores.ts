@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
-import { azuriteCounter, etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { AzuriteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
+import { azuriteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -46,16 +46,14 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
   // No change notification in Blob Storage: standbys poll.
   { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
+  { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
+  { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
-  try {
-    parseStoreUrl(kind.probeUrl ?? (kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`));
-    return true;
-  } catch {
-    return false;
-  }
+  // By scheme, not by parsing a sample URL: some stores' URLs need more than a host (mysql: a database).
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startSqlite(dir: string): Promise<BenchStore> {
@@ -161,4 +159,36 @@ async function startAzurite(): Promise<BenchStore> {
 async function started<T extends ManagedServer>(server: T): Promise<T> {
   await server.start();
   return server;
+}
+
+async function startNats(): Promise<BenchStore> {
+  const server = await started(new NatsServer());
+  const varz = await server.varz();
+  const monitor = `http://127.0.0.1:${server.monitorPort}`;
+  const counter = await natsCounter(monitor);
+  return {
+    name: 'nats',
+    url: server.url,
+    serverVersion: `nats-server ${String(varz.version ?? '?')} (JetStream, file storage, single server)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startMysql(): Promise<BenchStore> {
+  const server = await started(new MariaDBServer());
+  const counter = await mysqlCounter(server.url);
+  return {
+    name: 'mysql',
+    url: server.url,
+    serverVersion: `MariaDB ${server.sql('SELECT VERSION()').trim()} (InnoDB, private instance)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
 }

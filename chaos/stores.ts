@@ -10,8 +10,8 @@
  * file through the local filesystem — there is no network path to cut.
  */
 import { join } from 'node:path';
-import { AzuriteServer, etcdCluster, EtcdServer, type ManagedServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
+import { AzuriteServer, etcdCluster, EtcdServer, MariaDBServer, type ManagedServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
@@ -62,6 +62,8 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite },
   postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()) },
   redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()) },
+  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()) },
+  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()) },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
   // lease can outlive its TTL by up to 500 ms: the retry period is chosen longer than that, so
@@ -98,12 +100,8 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
-  try {
-    parseStoreUrl(kind.probeUrl ?? (kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`));
-    return true;
-  } catch {
-    return false;
-  }
+  // By scheme, not by parsing a sample URL: some stores' URLs need more than a host (mysql: a database).
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {

@@ -67,7 +67,9 @@ export function faultsOf(o: ConformanceOptions): StoreFaults {
 let counter = 0;
 /** uniqueLock returns a lock name no other test in this process uses. */
 export function uniqueLock(prefix: string): string {
-  return `conf-${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+  // A store's display name may hold spaces or brackets ("mysql (MariaDB)"): not in a lock name.
+  const safe = prefix.replace(/[^A-Za-z0-9._:/-]+/g, '-').replace(/^-+|-+$/g, '');
+  return `conf-${safe}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
 }
 
 /** acquireWrite builds the write an elector sends to acquire a lease. */
