@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { realClock, type Clock, type TimerHandle } from './clock.js';
 import { LeaseLostError, StoreUnavailableError, errorMessage } from './errors.js';
 import { defaultIdentity, processMetadata } from './identity.js';
-import { resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
+import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
 import { batcherFor } from './batcher.js';
 import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
@@ -66,6 +66,9 @@ export interface LeaderElectorOptions extends Partial<Timing> {
   /** Random source in [0, 1) for jitter; Math.random by default. */
   random?: () => number;
 }
+
+/** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', ...TIMING_KEYS] as const;
 
 interface Leadership {
   readonly term: number;
@@ -131,6 +134,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (!options || typeof options.store?.write !== 'function') {
       throw new TypeError('LeaderElector: options.store must be a LeaseStore (see openStore)');
     }
+    checkOptionKeys('LeaderElector', options, ELECTOR_OPTION_KEYS);
     this.store = options.store;
     this.lock = validateLockName(options.lock);
     this.identity = validateIdentity(options.identity ?? defaultIdentity());

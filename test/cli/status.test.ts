@@ -100,7 +100,7 @@ describe('baton status', () => {
     assert.equal(all.code, 0, all.stderr);
     const out = lines(all.stdout);
     assert.match(out[0]!, /^store: sqlite:/);
-    assert.ok(out.includes('freed: free (last term 1; 1 transitions)'), all.stdout);
+    assert.ok(out.includes('freed: free (last term 1; 1 transition)'), all.stdout);
     assert.ok(out.some((l) => l.startsWith('held: held by holder-1 (term 1)')), all.stdout);
     const never = await baton(['status', '--lock', 'never']);
     assert.match(never.stdout, /^never: never held$/m);

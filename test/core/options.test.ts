@@ -66,14 +66,14 @@ describe('resolveTiming', () => {
   });
 
   test('leaseDuration must be greater than renewDeadline (equal is refused)', () => {
-    rejects(() => resolveTiming({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /leaseDuration \(10000ms\)/, /renewDeadline \(10000ms\)/);
-    rejects(() => resolveTiming({ leaseDurationMs: 5_000 }), /leaseDuration \(5000ms\) must be greater than renewDeadline \(10000ms\)/);
+    rejects(() => resolveTiming({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /leaseDurationMs \(10000ms\)/, /renewDeadlineMs \(10000ms\)/);
+    rejects(() => resolveTiming({ leaseDurationMs: 5_000 }), /leaseDurationMs \(5000ms\) must be greater than renewDeadlineMs \(10000ms\)/);
     assert.equal(resolveTiming({ leaseDurationMs: 10_001 }).leaseDurationMs, 10_001);
   });
 
-  test('renewDeadline must be greater than retryPeriod × jitterFactor (equal is refused)', () => {
-    rejects(() => resolveTiming({ renewDeadlineMs: 2_400 }), /renewDeadline \(2400ms\) must be greater than retryPeriod × jitterFactor \(2000ms × 1\.2\)/);
-    rejects(() => resolveTiming({ retryPeriodMs: 10_000, jitterFactor: 1, leaseDurationMs: 20_000 }), /renewDeadline \(10000ms\)/, /10000ms × 1\)/);
+  test('renewDeadline must be greater than retryPeriodMs × jitterFactor (equal is refused)', () => {
+    rejects(() => resolveTiming({ renewDeadlineMs: 2_400 }), /renewDeadlineMs \(2400ms\) must be greater than retryPeriodMs × jitterFactor \(2000ms × 1\.2\)/);
+    rejects(() => resolveTiming({ retryPeriodMs: 10_000, jitterFactor: 1, leaseDurationMs: 20_000 }), /renewDeadlineMs \(10000ms\)/, /10000ms × 1\)/);
     assert.equal(resolveTiming({ renewDeadlineMs: 2_401 }).renewDeadlineMs, 2_401);
   });
 });
@@ -130,8 +130,8 @@ describe('LeaderElector applies every rule when made', () => {
   test('a bad lock, identity or timing throws InvalidConfigError before anything starts', () => {
     rejects(() => new LeaderElector({ store, lock: 'a b' }), /^lock: "a b"/);
     rejects(() => new LeaderElector({ store, lock: 'ok', identity: 'has space' }), /^identity: "has space"/);
-    rejects(() => new LeaderElector({ store, lock: 'ok', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /leaseDuration \(1000ms\)/);
-    rejects(() => new LeaderElector({ store, lock: 'ok', retryPeriodMs: -5 }), /^retryPeriod: must be a positive duration, got -5$/);
+    rejects(() => new LeaderElector({ store, lock: 'ok', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /leaseDurationMs \(1000ms\)/);
+    rejects(() => new LeaderElector({ store, lock: 'ok', retryPeriodMs: -5 }), /^retryPeriodMs: must be a positive number of milliseconds, got -5$/);
   });
   test('timing holds the four timing fields only', () => {
     const e = new LeaderElector({ store, lock: 'ok', identity: 'me' });
