@@ -57,7 +57,7 @@ export function requireLock(opts: CommonOptions): string {
  * machine under load cannot keep the promise that a command stops before another can lead.
  */
 export const CLI_MINIMUM_MS = {
-  leaseDurationMs: { ms: 100, why: 'a lease must outlast a store round trip plus stopping a command (SIGTERM, then SIGKILL)' },
+  leaseDurationMs: { ms: 100, why: 'a lease must outlast a store round trip plus the time to stop a command' },
   renewDeadlineMs: { ms: 50, why: 'a renewal must fit in it, store round trip included' },
   retryPeriodMs: { ms: 10, why: 'timers and store round trips take milliseconds; a shorter period only loads the store' },
 } as const;

@@ -93,7 +93,7 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
     elector.start();
     for (;;) {
       const won = await campaign(elector, giveUp.signal, o.timeoutMs === undefined ? undefined : o.timeoutMs + pauseMs);
-      info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
+      info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`, 'elected', { lock: elector.lock, identity: elector.identity, term: won.term });
       let stopping: Promise<void> | undefined;
       current = runTerm(electorWindow(elector, won.term), {
         argv,
