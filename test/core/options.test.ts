@@ -44,12 +44,13 @@ describe('resolveTiming', () => {
   ];
   for (const [key, name] of durations) {
     for (const bad of [0, -1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, '15s', null] as unknown[]) {
-      test(`${name} = ${String(bad)} is not a positive duration`, () => {
-        rejects(() => resolveTiming({ [key]: bad } as Partial<Timing>), new RegExp(`^${name}: must be a positive duration, got ${String(bad)}$`));
+      test(`${name} = ${String(bad)} is not a positive duration (the message names the key as given: ${key})`, () => {
+        const expected = typeof bad === 'number' ? `must be a positive number of milliseconds, got ${String(bad)}` : `must be a number of milliseconds, got ${bad === null ? 'null' : JSON.stringify(bad)}`;
+        rejects(() => resolveTiming({ [key]: bad } as Partial<Timing>), new RegExp(`^${key}: ${expected}$`));
       });
     }
     test(`${name} over 24h is refused, 24h itself is a duration`, () => {
-      rejects(() => resolveTiming({ [key]: MAX_DURATION_MS + 1 }), new RegExp(`^${name}: ${MAX_DURATION_MS + 1}ms is longer than the 24h limit$`));
+      rejects(() => resolveTiming({ [key]: MAX_DURATION_MS + 1 }), new RegExp(`^${key}: ${MAX_DURATION_MS + 1}ms is longer than the 24h limit$`));
       // 24h passes the per-duration check; a lease of 24h with the default others is valid.
       if (key === 'leaseDurationMs') assert.equal(resolveTiming({ leaseDurationMs: MAX_DURATION_MS }).leaseDurationMs, MAX_DURATION_MS);
     });
@@ -57,7 +58,7 @@ describe('resolveTiming', () => {
 
   for (const bad of [-0.1, 10.5, Number.NaN, Number.POSITIVE_INFINITY]) {
     test(`jitterFactor = ${bad} is refused`, () => {
-      rejects(() => resolveTiming({ jitterFactor: bad }), new RegExp(`^jitterFactor: must be between 0 and 10, got ${bad}$`));
+      rejects(() => resolveTiming({ jitterFactor: bad }), new RegExp(`^jitterFactor: must be a number between 0 and 10, got ${bad}$`));
     });
   }
   test('jitterFactor 0 and 10 are the bounds, both allowed', () => {
