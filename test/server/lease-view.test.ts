@@ -39,6 +39,8 @@ test('status and the dashboard agree on a live holder, and on the same holder on
   const store = dir.sqlite('agree.db');
   const status = async () => {
     const r = await runCli(['status', '--store', store, '--lock', 'gone', '--json'], { env });
+    // status never creates the store: until the holder has, there is nothing to show.
+    if (r.code === 78 && r.stderr.includes('no store at')) return {};
     assert.equal(r.code, 0, r.stderr);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
