@@ -87,7 +87,8 @@ const zq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 function zsh(commands: Entry[]): string {
   const described = (list: Entry[]) => list.map((c) => zq(`${c.name.replace(/:/g, '\\:')}:${c.summary}`)).join(' ');
-  const flagsOf = (e: Entry) => e.flags.map((f) => zq(`${f.long}[${f.description.replace(/[[\]]/g, '')}]${f.takesValue ? ':value:' : ''}`)).join(' ');
+  const valueOf = (f: Entry['flags'][number]) => (f.choices ? `:value:(${f.choices.join(' ')})` : f.takesValue ? ':value:' : '');
+  const flagsOf = (e: Entry) => e.flags.map((f) => zq(`${f.long}[${f.description.replace(/[[\]]/g, '')}]${valueOf(f)}`)).join(' ');
   const cases = commands
     .map((c) => {
       if (c.subcommands.length === 0) return `    (${c.name}) _arguments -s ${flagsOf(c)} '*:file:_files' ;;`;
