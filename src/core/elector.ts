@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { realClock, withDeadline, type Clock } from './clock.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 import { defaultIdentity, processMetadata } from './identity.js';
-import { resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
+import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
 import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
@@ -13,6 +13,9 @@ import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
+
+/** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', ...TIMING_KEYS] as const;
 
 /**
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
@@ -68,6 +71,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (!options || typeof options.store?.write !== 'function') {
       throw new TypeError('LeaderElector: options.store must be a LeaseStore (see openStore)');
     }
+    checkOptionKeys('LeaderElector', options, ELECTOR_OPTION_KEYS);
     this.store = options.store;
     this.lock = validateLockName(options.lock);
     this.identity = validateIdentity(options.identity ?? defaultIdentity());

@@ -13,17 +13,25 @@ export function stepDownNoteOf(record: LeaseRecord): string | undefined {
   return record.stepDownRequested && typeof record.metadata.stepDownReason === 'string' ? record.metadata.stepDownReason : undefined;
 }
 
+/**
+ * StepDownOutcome: `released` (the lease changed hands or is free), `not-holder` (nobody, or
+ * not `identity`, holds it), or `expired`: the holder stopped renewing — its record stayed
+ * unchanged for a whole lease duration as this process counted — so its lease ran out and any
+ * candidate may take it; nothing was freed by us.
+ */
 export type StepDownOutcome =
   | { readonly outcome: 'released'; readonly record: LeaseRecord | null }
-  | { readonly outcome: 'not-holder'; readonly record: LeaseRecord | null };
+  | { readonly outcome: 'not-holder'; readonly record: LeaseRecord | null }
+  | { readonly outcome: 'expired'; readonly record: LeaseRecord };
 
 /**
  * requestStepDown asks the holder of `lock` (or only `identity`, if given) to step down by
  * setting the step-down flag in its record; the holder stops its work first, then releases.
  * It never frees a lease itself: a holder that may still act is never overridden. Resolves once
- * the lease has changed hands or is free; rejects with LeaseLostError after `timeoutMs`.
- * `reason`, if given, goes into the record's metadata as `stepDownReason` with the flag; the
- * holder's elector reports it as `note` on its `stopped` event.
+ * the lease has changed hands or is free, or once the holder is seen not to renew (`expired`:
+ * a dead holder does not hold the caller for the whole timeout); rejects with LeaseLostError
+ * after `timeoutMs`. `reason`, if given, goes into the record's metadata as `stepDownReason`
+ * with the flag; the holder's elector reports it as `note` on its `stopped` event.
  */
 export async function requestStepDown(
   store: LeaseStore,
@@ -56,13 +64,18 @@ export async function requestStepDown(
     }
     record = current;
   }
-  // 2. Wait until the holder has let go (or the lease moved on).
+  // 2. Wait until the holder has let go (or the lease moved on). A record whose revision stays
+  //    the same for a whole lease duration, timed on our own clock from when we first saw it,
+  //    is not being renewed (the elector's expiry rule): say so rather than wait on.
   const pollMs = options.pollMs ?? 50;
+  let seen = { revision: record.revision, atMs: clock.monotonicMs() };
   for (;;) {
     const current = await store.read(lock);
     if (!current || current.holder !== target.holder || current.term !== target.term) {
       return { outcome: 'released', record: current };
     }
+    if (current.revision !== seen.revision) seen = { revision: current.revision, atMs: clock.monotonicMs() };
+    else if (clock.monotonicMs() - seen.atMs >= current.leaseDurationMs) return { outcome: 'expired', record: current };
     if (clock.monotonicMs() >= deadline) {
       throw new LeaseLostError(`release: "${lock}" is still held by ${target.holder} (term ${target.term}) after the timeout`);
     }

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AwsFake } from '../harness/aws-fake.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -201,6 +201,8 @@ test('without the AWS SDK installed: the lease strategy works, asg-lowest exits 
   const dir = mkdtempSync(join(tmpdir(), 'baton-aws-nosdk-'));
   try {
     const env = { ...(await fake.env('i-0bbb')), BATON_STORE: `sqlite:${join(dir, 'b.db')}` };
+    // is-leader never creates a store: an empty file is an empty SQLite database.
+    writeFileSync(join(dir, 'b.db'), '');
     const lease = await runBaton(['is-leader', '--lock', 'x'], env, { nodeArgs: noSdk });
     assert.equal(lease.code, 1, lease.stderr);
     assert.equal(lease.stderr, '');

@@ -9,7 +9,8 @@ import { InvalidConfigError, UsageError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
-import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';
+import { CliExit, info, openCliStore, withOutputOptions, withStoreOption, type CommonOptions } from '../common.js';
+import { examples } from '../help.js';
 import { defaultStoreUrl, parseStoreUrl } from '../../stores/registry.js';
 import type { LeaseStore } from '../../core/store.js';
 import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
@@ -44,23 +45,31 @@ export function register(program: Command): Command {
     .command('aws')
     .summary('EC2 Auto Scaling: hand over before termination, reconcile the leader tag')
     .description(
-      'Helpers for EC2 Auto Scaling groups (see docs/aws.md). The leader checks themselves are\n' +
-        '`baton is-leader --strategy asg-lowest|asg-tag`. Needs @aws-sdk/client-auto-scaling (and\n' +
+      'Helpers for EC2 Auto Scaling groups (see docs/aws.md). The leader checks themselves are ' +
+        '`baton is-leader --strategy asg-lowest|asg-tag`. Needs @aws-sdk/client-auto-scaling (and ' +
         '@aws-sdk/client-ec2 for tags).',
+    )
+    .addHelpText(
+      'after',
+      examples([
+        ['is this instance the leader of its group? (no store needed)', 'baton is-leader --strategy asg-lowest'],
+        ['hand over before Auto Scaling terminates the instance', 'baton aws watch-termination --lock nightly-report --hook baton-drain'],
+      ]),
     );
 
   const drain = aws
     .command('drain')
     .summary('step down and release local leases, then complete the termination lifecycle action')
     .description(
-      'Ask every holder on this host of the --lock leases to step down, wait until each has\n' +
-        'released, then complete the lifecycle action --hook (CONTINUE) for this instance. Run it\n' +
-        'while a termination hook holds the instance in Terminating:Wait. The action is completed\n' +
-        'even if a holder does not release in time (the instance goes away regardless).\n' +
-        'Exit 0 done, 75 a holder did not release within --timeout, 69 store or AWS unreachable,\n' +
+      'Ask every holder on this host of the --lock leases to step down, wait until each has ' +
+        'released, then complete the lifecycle action --hook (CONTINUE) for this instance. Run it ' +
+        'while a termination hook holds the instance in Terminating:Wait. The action is completed ' +
+        'even if a holder does not release in time (the instance goes away regardless). ' +
+        'Exit 0 done, 75 a holder did not release within --timeout, 69 store or AWS unreachable, ' +
         '78 AWS refused (e.g. no lifecycle action is pending for this instance).',
     );
-  withDrainOptions(drain).action(async (opts: DrainCliOptions) => {
+  withDrainOptions(drain).addHelpText('after', examples([['hand over this host\'s leases, then let the instance terminate', 'baton aws drain --lock nightly-report --hook baton-drain']]));
+  drain.action(async (opts: DrainCliOptions) => {
     throw new CliExit(await runDrain(opts));
   });
 
@@ -68,12 +77,13 @@ export function register(program: Command): Command {
     .command('watch-termination')
     .summary('wait until Auto Scaling terminates this instance, then drain')
     .description(
-      'Poll instance metadata autoscaling/target-lifecycle-state every --interval; when it turns\n' +
-        'Terminated (or Warmed:*), run `baton aws drain` with the same options and exit with its\n' +
+      'Poll instance metadata autoscaling/target-lifecycle-state every --interval; when it turns ' +
+        'Terminated (or Warmed:*), run `baton aws drain` with the same options and exit with its ' +
         'code. Run it as a service on every instance of the group.',
     );
-  withDrainOptions(watch)
+  withOutputOptions(withDrainOptions(watch))
     .option('--interval <d>', 'how often to poll instance metadata', '5s')
+    .addHelpText('after', examples([['run as a service on every instance of the group', 'baton aws watch-termination --lock nightly-report --hook baton-drain']]))
     .action(async (opts: DrainCliOptions) => {
       quietSdk();
       const intervalMs = parseDuration(opts.interval ?? '5s', '--interval');
@@ -94,13 +104,14 @@ export function register(program: Command): Command {
     .command('reconcile')
     .summary('run the leader-tag reconciler once for the named groups')
     .description(
-      'Make exactly one InService, Healthy member of each --group carry the leader tag (what the\n' +
-        'Lambda handler does on each notification). A stale tag left on an instance that is not\n' +
-        'InService (e.g. EC2 refuses to untag a terminated one) does not count and is reported as a\n' +
-        'warning. Exit 0 when every group settled (also with no InService member), 75 if one did\n' +
-        'not (run again), 69 AWS unreachable, 78 a group does not exist or AWS refused.\n' +
+      'Make exactly one InService, Healthy member of each --group carry the leader tag (what the ' +
+        'Lambda handler does on each notification). A stale tag left on an instance that is not ' +
+        'InService (e.g. EC2 refuses to untag a terminated one) does not count and is reported as a ' +
+        'warning. Exit 0 when every group settled (also with no InService member), 75 if one did ' +
+        'not (run again), 69 AWS unreachable, 78 a group does not exist or AWS refused. ' +
         'Region: AWS_REGION or instance metadata.',
     )
+    .addHelpText('after', examples([['settle the leader tag of two groups', 'baton aws reconcile --group web --group workers']]))
     .addOption(new Option('--group <name>', 'Auto Scaling group (repeatable)').argParser(collect).makeOptionMandatory())
     .addOption(new Option('--tag <key>', 'leader tag key (default app:isLeader)').env('BATON_LEADER_TAG'))
     .option('--json', 'print the result of each group as JSON')
