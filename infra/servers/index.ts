@@ -7,3 +7,4 @@ export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from
 export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
 export { EtcdServer } from './etcd.js';
+export { DynaliteServer } from './dynalite.js';

@@ -8,6 +8,7 @@
 import { InvalidConfigError } from '../core/errors.js';
 import type { LeaseStore } from '../core/store.js';
 import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor.js';
+import { dynamodbStore } from './dynamodb/descriptor.js';
 import { etcdStore } from './etcd/descriptor.js';
 import { redactUrl } from './kit/url.js';
 import { memoryStore } from './memory/descriptor.js';
@@ -16,10 +17,10 @@ import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, dynamodbStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['k8s', 'dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['k8s', 'zk', 'nats', 'azblob', 'mysql'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);
