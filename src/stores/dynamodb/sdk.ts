@@ -39,6 +39,6 @@ export function makeDynamoClient(sdk: DynamoSdk, config: DynamoConfig): DynamoDB
     ...(config.region ? { region: config.region } : {}),
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),
     maxAttempts: 3,
-    requestHandler: { connectionTimeout: Math.min(2_000, config.timeoutMs), requestTimeout: config.timeoutMs },
+    requestHandler: { connectionTimeout: Math.min(2_000, config.timeoutMs), requestTimeout: config.timeoutMs, throwOnRequestTimeout: true },
   });
 }
