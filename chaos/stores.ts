@@ -11,8 +11,8 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
+import { DynaliteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
 import type { Database } from 'better-sqlite3';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
@@ -72,27 +72,27 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
+  // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
+  // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
+  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, timing: SHORT, start: startDynalite },
 });
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
-  try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
-    return true;
-  } catch {
-    return false;
-  }
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
-async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {
+/** startServer starts a network store's server; `urlAt` builds its URL for a port when `server.url` cannot be rewritten by port. */
+async function startServer(server: ManagedServer & { url: string | ((...args: never[]) => string) }, urlAt?: (port: number) => string): Promise<RunningStore> {
   await server.start();
   // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
   let stopped = false;
   return {
-    url: server.url,
+    url: urlAt ? urlAt(server.port) : String(server.url),
     port: server.port,
     urlVia(port) {
-      const u = new URL(server.url);
+      if (urlAt) return urlAt(port);
+      const u = new URL(String(server.url));
       u.port = String(port);
       return u.toString();
     },
@@ -114,6 +114,22 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
       return server.stop();
     },
   };
+}
+
+/** DYNALITE_AWS_ENV keeps the AWS SDK of every candidate on loopback: static test credentials, no metadata service. */
+export const DYNALITE_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: 'baton-chaos',
+  AWS_SECRET_ACCESS_KEY: 'baton-chaos',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/nonexistent/baton-aws-config',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/baton-aws-credentials',
+} as const;
+
+async function startDynalite(): Promise<RunningStore> {
+  // Candidates inherit this process's environment.
+  Object.assign(process.env, DYNALITE_AWS_ENV);
+  const urlAt = (port: number) => `dynamodb://baton?endpoint=${encodeURIComponent(`http://127.0.0.1:${port}`)}&region=us-east-1&timeout=400`;
+  return startServer(new DynaliteServer(), urlAt);
 }
 
 async function startSqlite(dir: string): Promise<RunningStore> {

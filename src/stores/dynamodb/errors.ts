@@ -37,6 +37,9 @@ export function dynamoError(table: string, err: unknown, where?: string): BatonE
   if (isConfigError(err)) {
     const text = oneLine(String((err as Error)?.message ?? err));
     if (/Region is missing/i.test(text)) return new InvalidConfigError(`dynamodb: table "${table}": no AWS region: set AWS_REGION or add ?region=NAME to the URL`, { cause: err });
+    if (sdkErrorName(err) === 'CredentialsProviderError') {
+      return new InvalidConfigError(`dynamodb: table "${table}": no AWS credentials found (the SDK's default chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, web identity, container or instance role)`, { cause: err });
+    }
     return new InvalidConfigError(`dynamodb: table "${table}": ${sdkErrorName(err) || 'credentials'}: ${text}`, { cause: err });
   }
   return unavailable('dynamodb', err, where ? `table "${table}": ${where}` : `table "${table}"`);
