@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { DynaliteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
+import { dynaliteCounter, etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -42,16 +42,13 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // No change feed: standbys poll one consistent GetItem per retry period.
+  { name: 'dynamodb', scheme: 'dynamodb', notifies: false, start: startDynalite },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
-  try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
-    return true;
-  } catch {
-    return false;
-  }
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startSqlite(dir: string): Promise<BenchStore> {
@@ -124,6 +121,33 @@ async function startEtcd(): Promise<BenchStore> {
     url: server.url,
     endpoint: server.endpoint,
     serverVersion: `etcd ${version} (single member)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+/** LOOPBACK_AWS_ENV keeps the SDK (in this process and the bench's children) on loopback. */
+const LOOPBACK_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: 'baton-bench',
+  AWS_SECRET_ACCESS_KEY: 'baton-bench',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/nonexistent/baton-aws-config',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/baton-aws-credentials',
+} as const;
+
+async function startDynalite(): Promise<BenchStore> {
+  Object.assign(process.env, LOOPBACK_AWS_ENV);
+  const server = await started(new DynaliteServer());
+  const version = String((createRequire(import.meta.url)('dynalite/package.json') as { version: string }).version);
+  const counter = await dynaliteCounter(server.statsUrl);
+  return {
+    name: 'dynamodb',
+    url: server.url('baton'),
+    endpoint: server.endpoint,
+    serverVersion: `dynalite ${version} (DynamoDB API on LevelDB; stands in for DynamoDB)`,
     counter,
     async stop() {
       await counter.close();
