@@ -25,10 +25,14 @@ export async function loadDynamoSdk(load: () => Promise<DynamoSdk> = () => impor
   }
 }
 
+/** MAX_SOCKETS bounds the client's pooled connections (above renewMany's 64 writes in flight). */
+const MAX_SOCKETS = 128;
+const SILENT = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+
 /**
  * makeDynamoClient builds a client for `config`: URL overrides first, the SDK's resolution for
- * the rest. Requests are bounded (connect 2 s, request `timeoutMs`) so a frozen endpoint fails
- * a call instead of hanging it; the SDK's standard retries (3 attempts) stay on.
+ * the rest. Requests are bounded (`timeoutMs` each) so a frozen endpoint fails a call instead
+ * of hanging it; the SDK's standard retries (3 attempts) stay on.
  */
 export function makeDynamoClient(sdk: DynamoSdk, config: DynamoConfig): DynamoDBClient {
   // SDK releases from 2027 on need Node 22; the pinned line runs on Node 20, and the SDK's
@@ -39,6 +43,17 @@ export function makeDynamoClient(sdk: DynamoSdk, config: DynamoConfig): DynamoDB
     ...(config.region ? { region: config.region } : {}),
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),
     maxAttempts: 3,
-    requestHandler: { connectionTimeout: Math.min(2_000, config.timeoutMs), requestTimeout: config.timeoutMs, throwOnRequestTimeout: true },
+    requestHandler: {
+      // The request timeout runs from the moment a call is made, so it also bounds a connect to
+      // an address that never answers. (A connection timeout would also count the wait for a
+      // free pooled socket, and fail calls to a server that is only busy.)
+      requestTimeout: config.timeoutMs,
+      throwOnRequestTimeout: true,
+      httpAgent: { keepAlive: true, maxSockets: MAX_SOCKETS },
+      httpsAgent: { keepAlive: true, maxSockets: MAX_SOCKETS },
+      // The handler's own warnings (socket pool at capacity) are multi-line console output;
+      // failures reach baton as errors and are reported there, one line each.
+      logger: SILENT,
+    },
   });
 }
