@@ -69,7 +69,7 @@ for (const name of plan.stores ?? []) {
 ctx.log(`bench (${plan.mode}) on ${machine.cores} × ${machine.cpuModel}, Node ${machine.node}, load ${machine.loadAverageAtStart.join(' ')}`);
 for (const kind of kinds) {
   if (!isRegistered(kind)) {
-    ctx.notes.push(`${kind.name}: not registered in src/core/store-url.ts, skipped`);
+    ctx.notes.push(`${kind.name}: not registered in src/stores/registry.ts, skipped`);
     continue;
   }
   await step(`starting ${kind.name}`, async () => {

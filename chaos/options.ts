@@ -60,7 +60,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
   const kind = STORE_KINDS[storeName ?? 'sqlite'];
   if (!kind) throw new UsageError(`chaos: --store "${storeName}" is not a chaos store kind (one of ${Object.keys(STORE_KINDS).join(', ')})`);
   if (!checkDir && !isRegistered(kind)) {
-    throw new InvalidConfigError(`chaos: baton has no "${kind.scheme}:" store yet (it is not in src/core/store-url.ts SCHEMES)`);
+    throw new InvalidConfigError(`chaos: baton has no "${kind.scheme}:" store yet (it is not in src/stores/registry.ts)`);
   }
   const candidates = Number(text('candidates'));
   if (!Number.isInteger(candidates) || candidates < 2 || candidates > 9) throw new UsageError(`chaos: --candidates must be a whole number from 2 to 9, got "${text('candidates')}"`);

@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommanderError } from 'commander';
-import { BatonError, ExitCode, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
+import { BatonError, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
+import { ExitCode, exitCodeFor } from '../src/cli/exit-codes.js';
 import { monoMs, sleepMs } from './clock.js';
 import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
 import { JsonlWriter, type HarnessEvent } from './events.js';
@@ -217,7 +218,7 @@ main().then(
   (code) => process.exit(code),
   async (err) => {
     await runCleanups();
-    const code = err instanceof BatonError ? err.exitCode : ExitCode.software;
+    const code = exitCodeFor(err);
     process.stderr.write(`${errorMessage(err)}\n`);
     process.exit(code);
   },

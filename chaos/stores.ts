@@ -9,11 +9,10 @@
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
  */
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { DynaliteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import type { Database } from 'better-sqlite3';
+import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
 export interface ChaosTiming {
@@ -134,15 +133,13 @@ async function startDynalite(): Promise<RunningStore> {
 
 async function startSqlite(dir: string): Promise<RunningStore> {
   const path = join(dir, 'chaos.db');
-  // better-sqlite3 is loaded here only, like the store's own folder does.
-  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (path: string, options?: { timeout?: number }) => Database;
-  let holder: Database | undefined;
+  let holder: SqlDatabase | undefined;
   return {
     url: `sqlite:${path}`,
     urlVia: () => `sqlite:${path}`,
     faultVariants: ['lock'],
     async breakStore() {
-      holder = new Sqlite(path, { timeout: 5000 });
+      holder = openDatabase(path, 5000);
       // In WAL mode readers go on; every writer waits for its busy timeout and fails.
       holder.exec('BEGIN EXCLUSIVE');
     },

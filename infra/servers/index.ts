@@ -8,3 +8,5 @@ export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
 export { EtcdServer } from './etcd.js';
 export { DynaliteServer } from './dynalite.js';
+export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
+export { K8sFakeServer } from './k8s-fake.js';

@@ -16,7 +16,8 @@
  */
 import { hostname as osHostname } from 'node:os';
 import { connectAws, type AwsApi } from './api.js';
-import { BatonError, ExitCode, errorMessage, InvalidConfigError, LeaseLostError } from '../core/errors.js';
+import { errorMessage, InvalidConfigError, LeaseLostError } from '../core/errors.js';
+import { ExitCode, exitCodeFor } from '../cli/exit-codes.js';
 import { requestStepDown } from '../core/step-down.js';
 import type { LeaseStore } from '../core/store.js';
 import { AwsRequestError } from './errors.js';
@@ -89,7 +90,7 @@ export async function drainInstance(options: DrainOptions): Promise<DrainResult>
     log(`completed lifecycle action ${lifecycle.hook} for ${lifecycle.instanceId} in ${lifecycle.group}`);
     return { locks, lifecycle, exitCode };
   } catch (err) {
-    const code = err instanceof BatonError ? err.exitCode : ExitCode.software;
+    const code = exitCodeFor(err);
     return { locks, lifecycle: null, lifecycleError: errorMessage(err), exitCode: code };
   }
 }
@@ -117,7 +118,8 @@ async function handOver(
   } catch (err) {
     log(`"${lock}": ${errorMessage(err)}`);
     if (err instanceof LeaseLostError) return done({ lock, outcome: 'timeout', error: errorMessage(err) }, ExitCode.tempFail);
-    const code = err instanceof BatonError && err.exitCode !== ExitCode.software ? err.exitCode : ExitCode.unavailable;
+    const mapped = exitCodeFor(err);
+    const code = mapped !== ExitCode.software ? mapped : ExitCode.unavailable;
     return done({ lock, outcome: 'failed', error: errorMessage(err) }, code);
   }
 }

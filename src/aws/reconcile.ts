@@ -29,7 +29,7 @@
  */
 import type { AwsApi, GroupInstance, TagRow } from './api.js';
 import { compareIds, electionCandidates } from './candidates.js';
-import { BatonError, ExitCode } from '../core/errors.js';
+import { BatonError } from '../core/errors.js';
 
 /** ReconcileOptions: the tag key and how many rounds to try. */
 export interface ReconcileOptions {
@@ -56,9 +56,7 @@ export interface ReconcileResult {
 }
 
 /** ReconcileError: the tags did not settle within maxRounds (exit 75; run again). */
-export class ReconcileError extends BatonError {
-  override readonly exitCode: number = ExitCode.tempFail;
-}
+export class ReconcileError extends BatonError {}
 
 /** Plan is what one round found necessary. */
 export interface Plan {

@@ -4,7 +4,8 @@
  */
 import { Command, Option } from 'commander';
 import { LeaderElector } from '../core/elector.js';
-import { BatonError, ExitCode, InvalidConfigError, UsageError, errorMessage } from '../core/errors.js';
+import { InvalidConfigError, UsageError, errorMessage } from '../core/errors.js';
+import { CliExit, exitCodeFor } from './exit-codes.js';
 import { parseDuration } from '../core/duration.js';
 import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
 import { defaultIdentity } from '../core/identity.js';
@@ -92,17 +93,14 @@ export function requireCommand(words: string[] | undefined, name: string): strin
   return words;
 }
 
-/** CliExit ends a command with a code after it has printed what it had to say. */
-export class CliExit extends Error {
-  constructor(readonly code: number) {
-    super(`exit ${code}`);
-  }
-}
+/** CliExit is re-exported for the commands (it lives with the exit codes). */
+export { CliExit } from './exit-codes.js';
 
-/** printError writes one line for `err` (a stack only with --debug) and returns its exit code. */
+/** printError writes one line for `err` (a stack only with --debug) and returns its exit code (exit-codes.ts). */
 export function printError(err: unknown, debug = false): number {
-  if (err instanceof CliExit) return err.code;
-  const code = err instanceof BatonError ? err.exitCode : ExitCode.software;
+  const code = exitCodeFor(err);
+  // A CliExit was decided (and explained) by the command itself.
+  if (err instanceof CliExit) return code;
   process.stderr.write(`baton: ${oneLine(errorMessage(err))}\n`);
   if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   return code;

@@ -6,7 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { BATON_VERSION } from '../core/identity.js';
-import { ExitCode } from '../core/errors.js';
+import { ExitCode, exitCodeFor } from './exit-codes.js';
 import { printError } from './common.js';
 import { COMMANDS } from './commands/index.js';
 
@@ -33,11 +33,11 @@ export async function main(argv: string[]): Promise<number> {
       return ExitCode.usage;
     }
     await program.parseAsync(argv);
-    return 0;
+    return ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return ExitCode.usage;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return ExitCode.ok;
+      return exitCodeFor(err);
     }
     return printError(err, debug);
   }

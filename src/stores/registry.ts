@@ -10,6 +10,7 @@ import type { LeaseStore } from '../core/store.js';
 import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor.js';
 import { dynamodbStore } from './dynamodb/descriptor.js';
 import { etcdStore } from './etcd/descriptor.js';
+import { k8sStore } from './k8s/descriptor.js';
 import { redactUrl } from './kit/url.js';
 import { memoryStore } from './memory/descriptor.js';
 import { postgresStore } from './postgres/descriptor.js';
@@ -17,10 +18,10 @@ import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, dynamodbStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, dynamodbStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['k8s', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['zk', 'nats', 'azblob', 'mysql'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);

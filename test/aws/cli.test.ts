@@ -141,7 +141,7 @@ test('without the AWS SDK installed: the lease strategy works, asg-lowest exits 
 
 test('the published entry point: reconcileHandler from the package export "baton/aws" (built dist)', async () => {
   await useFakeInProcess(fake);
-  const { reconcileHandler } = (await import('baton/aws' as string)) as typeof import('../../src/aws/index.js');
+  const { reconcileHandler } = (await import('baton-election/aws' as string)) as typeof import('../../src/aws/index.js');
   fake.createGroup('published');
   const [first] = fake.launch('published', 3);
   const r = await reconcileHandler(snsEvent('published'));

@@ -5,7 +5,7 @@
  * both true, any leaderless gap over leaseDuration + retryPeriod + RTT after a heal, and any
  * fault that did not take effect.
  *
- * STORES lists the stores registered in src/core/store-url.ts SCHEMES when this file was
+ * STORES lists the stores registered in src/stores/registry.ts when this file was
  * written. A listed store that is not registered fails here loudly; it is never skipped.
  * Long runs (≥ 1,000 failovers) are done by hand: docs/RELIABILITY.md.
  */
@@ -46,7 +46,7 @@ for (const [name, seed] of Object.entries(STORES)) {
   test(`chaos: ${name} keeps mutual exclusion through every fault that applies (seed ${seed})`, { timeout: 180_000 }, async () => {
     const kind = STORE_KINDS[name];
     assert.ok(kind, `chaos/stores.ts has no entry for ${name}`);
-    assert.ok(isRegistered(kind), `the ${name} store is not registered in src/core/store-url.ts SCHEMES — this test fails rather than skips`);
+    assert.ok(isRegistered(kind), `the ${name} store is not registered in src/stores/registry.ts — this test fails rather than skips`);
     const json = join(dir, `${name}.json`);
     const run = await runChaos(['--store', name, '--duration', '20s', '--seed', String(seed), '--json', json]);
     const context = `\n${run.stdout}\n${run.stderr}`;

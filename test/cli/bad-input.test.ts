@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { join } from 'node:path';
 import { parseStoreUrl } from '../../src/stores/registry.js';
 import { ROOT, TempDir, cleanEnv, lines, runCli, waitFor } from '../harness/cli.js';
 import { freePort } from '../../infra/servers/index.js';
@@ -102,10 +103,10 @@ for (const url of [`postgres://postgres@127.0.0.1:${closedPort}/postgres`, `redi
 // Another process holds an exclusive lock on this database for the whole suite.
 let locker: ReturnType<typeof spawn> | undefined;
 before(async () => {
-  const hold = `const D = require('better-sqlite3'); const db = new D(${JSON.stringify(lockedDb)});
+  const hold = `const { openDatabase } = await import(${JSON.stringify(join(ROOT, 'dist/stores/sqlite/driver.js'))}); const db = openDatabase(${JSON.stringify(lockedDb)}, 1000);
     db.exec('CREATE TABLE IF NOT EXISTS t (x)'); db.exec('BEGIN EXCLUSIVE'); db.exec('INSERT INTO t VALUES (1)');
     console.log('locked'); setInterval(() => {}, 1 << 30);`;
-  locker = spawn(process.execPath, ['-e', hold], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  locker = spawn(process.execPath, ['--input-type=module', '--no-warnings', '-e', hold], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   locker.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   await waitFor('the locker to hold its lock', () => out.includes('locked'), 10_000);

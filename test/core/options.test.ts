@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { LeaderElector } from '../../src/core/elector.js';
-import { ExitCode, InvalidConfigError } from '../../src/core/errors.js';
+import { InvalidConfigError } from '../../src/core/errors.js';
+import { ExitCode, exitCodeFor } from '../../src/cli/exit-codes.js';
 import { parseDuration } from '../../src/core/duration.js';
 import { DEFAULT_TIMING, MAX_DURATION_MS, resolveTiming, validateIdentity, validateLockName, type Timing } from '../../src/core/options.js';
 import { MemoryStore } from '../../src/stores/memory/index.js';
@@ -15,7 +16,7 @@ import { MemoryStore } from '../../src/stores/memory/index.js';
 function rejects(fn: () => unknown, ...patterns: RegExp[]): void {
   assert.throws(fn, (err: unknown) => {
     assert.ok(err instanceof InvalidConfigError, `expected InvalidConfigError, got ${String(err)}`);
-    assert.equal(err.exitCode, ExitCode.config);
+    assert.equal(exitCodeFor(err), ExitCode.config);
     assert.equal(err.name, 'InvalidConfigError');
     assert.doesNotMatch(err.message, /\n/);
     for (const p of patterns) assert.match(err.message, p);

@@ -110,7 +110,7 @@ export class BatonProcess {
 }
 
 /** runCli runs baton to completion and returns its exit code and output. */
-export async function runCli(args: string[], options: { env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult> {
+export async function runCli(args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }): Promise<CliResult> {
   const p = new BatonProcess(args, options);
   try {
     return await p.waitForExit(options.timeoutMs ?? 15_000);

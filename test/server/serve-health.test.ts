@@ -5,18 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { createRequire } from 'node:module';
-import type { Database } from 'better-sqlite3';
+import { openDatabase, type SqlDatabase } from '../../src/stores/sqlite/driver.js';
 import { SqliteStore } from '../../src/stores/sqlite/index.js';
 import { BatonProcess, TempDir, cleanEnv, waitFor } from '../harness/cli.js';
 import { SERVE_TIMING, getJson, logLines, metric, scrape, startServe } from './serve-harness.js';
 
-const require = createRequire(import.meta.url);
-const Sqlite = require('better-sqlite3') as typeof import('better-sqlite3');
 
 const dir = new TempDir();
 const started: BatonProcess[] = [];
-const held: Database[] = [];
+const held: SqlDatabase[] = [];
 after(async () => {
   for (const db of held) db.close();
   await Promise.all(started.map((b) => b.kill()));
@@ -25,7 +22,7 @@ after(async () => {
 
 /** lockDatabase opens its own connection and takes the write lock until `release`. */
 function lockDatabase(path: string): { release(): void } {
-  const db = new Sqlite(path, { timeout: 5_000 });
+  const db = openDatabase(path, 5_000);
   held.push(db);
   db.exec('BEGIN EXCLUSIVE');
   return {

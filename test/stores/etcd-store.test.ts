@@ -10,6 +10,7 @@ import { createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { LeaderElector } from '../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../src/core/errors.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { requestStepDown } from '../../src/core/step-down.js';
 import { openStore } from '../../src/stores/registry.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../src/core/store.js';
@@ -389,7 +390,7 @@ describe('etcd: URLs and failures', () => {
     const s = await open('etcd://127.0.0.1:1?timeout=500ms');
     stores.push(s);
     const started = Date.now();
-    await assert.rejects(s.read('x'), (err: Error) => err instanceof StoreUnavailableError && err.exitCode === 69 && !err.message.includes('\n'));
+    await assert.rejects(s.read('x'), (err: Error) => err instanceof StoreUnavailableError && exitCodeFor(err) === 69 && !err.message.includes('\n'));
     assert.ok(Date.now() - started < 5000);
   });
 });

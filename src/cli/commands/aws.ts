@@ -5,7 +5,8 @@
  * (src/aws imports it lazily), so `baton --help` and the store commands never pay for it.
  */
 import { Command, Option } from 'commander';
-import { ExitCode, UsageError } from '../../core/errors.js';
+import { UsageError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
 import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';

@@ -6,7 +6,6 @@ import { CronJob, type CronRunner } from '../../jobs/cron.js';
 import { Schedule, validateMissedPolicy, type MissedPolicy } from '../../jobs/schedule.js';
 import { requireLedger } from '../../jobs/ledger-keys.js';
 import { formatCronStatus, readCronStatuses } from '../../jobs/cron-status.js';
-import type { RunOutcome } from '../../jobs/runner.js';
 import {
   CliExit,
   info,
@@ -20,8 +19,10 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
-import type { Supervisor } from '../supervisor.js';
+import { jobOutcome } from '../job-outcome.js';
+import { electorWindow } from '../leadership-window.js';
+import { onTerminationSignals } from '../signals.js';
+import { runTerm, type TermRun } from '../term-runner.js';
 import { statusSections, type StatusSection } from './status.js';
 
 interface CronCliOptions extends CommonOptions {
@@ -85,26 +86,22 @@ const cronSection: StatusSection = async (store, lock, json) => {
 };
 
 async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy): Promise<number> {
-  let current: Supervisor | undefined;
+  let current: TermRun | undefined;
   let interrupted: NodeJS.Signals | undefined;
   const name = argv[0];
   const runner: CronRunner = async (ctx) => {
-    const run = superviseTerm(elector, ctx.term, argv, { ...process.env, ...ctx.env }, (reason) =>
-      info(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`),
-    );
-    current = run.supervisor;
-    const onAbort = () => run.supervisor.stop();
+    const run = runTerm(electorWindow(elector, ctx.term), {
+      argv,
+      lock: elector.lock,
+      identity: elector.identity,
+      env: ctx.env,
+      onLost: (reason) => info(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`),
+    });
+    current = run;
+    const onAbort = () => run.stop();
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const r = await run.done;
-      const code = exitCodeOf(r.exit);
-      if (r.kind === 'lost') return { kind: 'cut', reason: `leadership lost (${r.reason})`, exitCode: code };
-      if (r.exit.spawnError) return { kind: 'exit', exitCode: 127, error: `cannot run ${name}: ${r.exit.spawnError}` };
-      // baton stalled past its deadline and the watchdog stopped the command before baton saw the
-      // leadership end: a failure here is the cut, not the command's own.
-      if (code !== 0 && !interrupted && elector.term !== ctx.term) return { kind: 'cut', reason: 'leadership lost while it ran (renew deadline passed)', exitCode: code };
-      if (interrupted && code !== 0) return { kind: 'cut', reason: `interrupted by ${interrupted}`, exitCode: code };
-      return { kind: 'exit', exitCode: code, signal: r.exit.signal } satisfies RunOutcome;
+      return jobOutcome(await run.done, 'leadership', name);
     } finally {
       ctx.signal.removeEventListener('abort', onAbort);
       current = undefined;

@@ -1,20 +1,10 @@
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { ExitCode, UsageError } from '../../core/errors.js';
-import type { LeaseRecord } from '../../core/store.js';
+import { UsageError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { leaseView } from '../../server/lease-view.js';
 import { CliExit, openCliStore, requireLock, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { validateIdentity } from '../../core/options.js';
-
-/**
- * isLive tells whether a record names a holder whose lease has not run out. On stores with
- * server-side expiry a record that exists is live. Elsewhere it compares the holder's recorded
- * renewal time with this host's clock, so it is advisory: exact for holders on this host,
- * approximate across hosts. Safety never rests on it (the elector and fencing do).
- */
-export function isLive(record: LeaseRecord | null, nowWallMs = Date.now(), serverExpiry = false): record is LeaseRecord & { holder: string } {
-  if (!record || record.holder === null) return false;
-  return serverExpiry || record.renewedAt + record.leaseDurationMs > nowWallMs;
-}
 
 /** register adds `baton is-leader`; other strategies (e.g. AWS) hook in through `strategies`. */
 export function register(program: Command): Command {
@@ -44,7 +34,8 @@ export function register(program: Command): Command {
     const store = await openCliStore(opts);
     try {
       const record = await store.read(lock);
-      const mine = isLive(record, Date.now(), store.capabilities.serverExpiry) && (identity ? record.holder === identity : record.metadata.hostname === hostname());
+      const view = record && leaseView(record, { serverExpiry: store.capabilities.serverExpiry });
+      const mine = !!view?.live && (identity ? view.holder === identity : view.hostname === hostname());
       throw new CliExit(mine ? ExitCode.ok : ExitCode.no);
     } finally {
       await store.close();

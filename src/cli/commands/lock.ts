@@ -1,12 +1,13 @@
 import { Command, Option } from 'commander';
-import { ExitCode, UsageError } from '../../core/errors.js';
+import { UsageError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { hostClock } from '../../jobs/host-clock.js';
 import { killLeadMs, tryTaskLock, validateTaskLockOptions, type TaskLockHold } from '../../jobs/task-lock.js';
 import { CliExit, info, openCliStore, requireCommand, requireLock, resolveIdentity, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { DeadlineElector, exitCodeOf, signalExitCode, onTerminationSignals } from '../lead.js';
-import { Supervisor } from '../supervisor.js';
-import type { LeaseStore } from '../../core/store.js';
+import { fixedWindow } from '../leadership-window.js';
+import { onTerminationSignals, signalExitCode } from '../signals.js';
+import { runTerm } from '../term-runner.js';
 
 interface LockCliOptions extends CommonOptions {
   atMostFor?: string;
@@ -52,34 +53,28 @@ export function register(program: Command): void {
           info(`lock "${name}" is held by ${attempt.holder ?? 'someone'} (${why}; free in at most ${formatDuration(attempt.remainingMs)} as this host counts); not running ${argv[0]}`);
           throw new CliExit(ExitCode.ok);
         }
-        throw new CliExit(await runHolding(store, attempt.hold, argv, durations.atMostForMs));
+        throw new CliExit(await runHolding(attempt.hold, argv, durations.atMostForMs));
       } finally {
         await store.close().catch(() => {});
       }
     });
 }
 
-async function runHolding(store: LeaseStore, hold: TaskLockHold, argv: string[], atMostForMs: number): Promise<number> {
+async function runHolding(hold: TaskLockHold, argv: string[], atMostForMs: number): Promise<number> {
   // The hold started (on the host clock) before its write; express that on performance.now() for the watchdog.
-  const startedPerf = performance.now() - (hostClock.monotonicMs() - hold.startedMs);
-  const lead = killLeadMs(atMostForMs);
-  const window = new DeadlineElector(store, hold.name, startedPerf, atMostForMs - lead, atMostForMs);
-  const env = { ...process.env, BATON_LOCK: hold.name, BATON_TERM: String(hold.term), BATON_IDENTITY: hold.identity };
-  const supervisor = new Supervisor(window, argv, env);
-  let interrupted: NodeJS.Signals | undefined;
-  const offSignals = onTerminationSignals((sig) => {
-    interrupted ??= sig;
-    supervisor.signal(sig);
-  });
+  const startedMs = performance.now() - (hostClock.monotonicMs() - hold.startedMs);
+  const window = fixedWindow(hold.term, startedMs, atMostForMs - killLeadMs(atMostForMs), atMostForMs);
+  const run = runTerm(window, { argv, lock: hold.name, identity: hold.identity });
+  const offSignals = onTerminationSignals((sig) => run.signal(sig));
   try {
-    const exit = await supervisor.exited;
-    const code = exitCodeOf(exit);
-    const overran = code !== 0 && !interrupted && performance.now() >= startedPerf + atMostForMs - lead;
-    if (exit.spawnError) info(`cannot run ${argv[0]}: ${exit.spawnError}`);
+    const outcome = await run.done;
+    const overran = outcome.kind === 'lost';
+    if (outcome.kind === 'not-started') info(`cannot run ${argv[0]}: ${outcome.message}`);
     if (overran) info(`${argv[0]} was still running at --at-most-for (${formatDuration(atMostForMs)}); stopped`);
+    const code = outcome.code;
     const kept = await hold.finish({ ok: code === 0, detail: overran ? 'stopped at at-most-for' : code !== 0 ? `exit ${code}` : undefined });
     if (kept === 'lost') info(`lock "${hold.name}" was taken over before ${argv[0]} ended`);
-    if (interrupted) return code === 0 ? 0 : signalExitCode(interrupted);
+    if (outcome.interrupted) return code === 0 ? 0 : signalExitCode(outcome.interrupted);
     return overran ? ExitCode.tempFail : code;
   } finally {
     offSignals();

@@ -1,13 +1,16 @@
 import { Command, Option } from 'commander';
-import { ExitCode, UsageError } from '../../core/errors.js';
+import { UsageError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateLockName } from '../../core/options.js';
 import { defaultOnceLock, readOnceRecord, runOnceWith, type OnceRecord, type OnceResult } from '../../jobs/once.js';
 import { validateJobKey } from '../../jobs/ledger-keys.js';
 import type { Runner } from '../../jobs/runner.js';
 import { CliExit, info, makeElector, openCliStore, requireCommand, resolveTimingOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
-import { exitCodeOf, signalExitCode, superviseTerm, onTerminationSignals } from '../lead.js';
-import type { Supervisor } from '../supervisor.js';
+import { jobOutcome } from '../job-outcome.js';
+import { electorWindow } from '../leadership-window.js';
+import { onTerminationSignals, signalExitCode } from '../signals.js';
+import { runTerm, type TermRun } from '../term-runner.js';
 
 interface OnceCliOptions extends CommonOptions {
   key?: string;
@@ -93,7 +96,7 @@ async function runCommandOnce(
   o: { wait: boolean; timeoutMs?: number; rerun: boolean },
 ): Promise<number> {
   const name = argv[0];
-  let current: Supervisor | undefined;
+  let current: TermRun | undefined;
   let interrupted: NodeJS.Signals | undefined;
   const giveUp = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
@@ -105,21 +108,16 @@ async function runCommandOnce(
   elector.on('storeError', (err) => info(`store error: ${err.message}`));
   const runner: Runner = async (ctx) => {
     info(`once ${key}: running ${name} (term ${ctx.term}, attempt ${ctx.env.BATON_ATTEMPT})`);
-    const run = superviseTerm(elector, ctx.term, argv, { ...process.env, ...ctx.env }, (reason) =>
-      info(`once ${key}: lock "${elector.lock}" lost (${reason}); stopping ${name}`),
-    );
-    current = run.supervisor;
+    const run = runTerm(electorWindow(elector, ctx.term), {
+      argv,
+      lock: elector.lock,
+      identity: elector.identity,
+      env: ctx.env,
+      onLost: (reason) => info(`once ${key}: lock "${elector.lock}" lost (${reason}); stopping ${name}`),
+    });
+    current = run;
     try {
-      const r = await run.done;
-      const code = exitCodeOf(r.exit);
-      if (r.kind === 'lost') return { kind: 'cut', reason: `lock lost (${r.reason})`, exitCode: code };
-      if (r.exit.spawnError) return { kind: 'exit', exitCode: 127, error: `cannot run ${name}: ${r.exit.spawnError}` };
-      // baton stalled past its deadline and the watchdog stopped the command before baton saw the
-      // lock end: a failure here is the cut, not the command's own.
-      if (code !== 0 && !interrupted && elector.term !== ctx.term) return { kind: 'cut', reason: 'lock lost while it ran (renew deadline passed)', exitCode: code };
-      // Stopped by an operator (e.g. the instance is being shut down): let another instance run it.
-      if (interrupted && code !== 0) return { kind: 'cut', reason: `interrupted by ${interrupted}`, exitCode: code };
-      return { kind: 'exit', exitCode: code, signal: r.exit.signal };
+      return jobOutcome(await run.done, 'lock', name);
     } finally {
       current = undefined;
     }

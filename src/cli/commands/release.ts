@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { ExitCode } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity } from '../../core/options.js';
 import { requestStepDown } from '../../core/step-down.js';

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { ExitCode, LeaseLostError } from '../../core/errors.js';
+import { LeaseLostError } from '../../core/errors.js';
+import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import type { ElectedEvent, LeaderElector } from '../../core/elector.js';
 import {
@@ -14,10 +15,9 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import type { Supervisor } from '../supervisor.js';
-import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
-import { constants } from 'node:os';
-const signals = constants.signals as Record<string, number>;
+import { electorWindow } from '../leadership-window.js';
+import { onTerminationSignals, signalExitCode } from '../signals.js';
+import { runTerm, type TermRun } from '../term-runner.js';
 
 interface RunOptions extends CommonOptions {
   keepRunning?: boolean;
@@ -57,15 +57,15 @@ export function register(program: Command): void {
     });
 }
 
-/** runLoop campaigns, runs the command while leading, and returns baton's exit code. */
+/** runLoop campaigns, runs the command for each term won (term-runner.ts), and returns baton's exit code. */
 async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number }): Promise<number> {
   let interrupted: NodeJS.Signals | undefined;
-  let current: Supervisor | undefined;
+  let current: TermRun | undefined;
   const giveUp = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
     interrupted = sig;
     if (current) current.signal(sig);
-    else giveUp.abort(new CliExit(128 + (signals[sig] ?? 15)));
+    else giveUp.abort(new CliExit(signalExitCode(sig)));
   };
   const offSignals = onTerminationSignals(onSignal);
   elector.on('storeError', (err) => info(`store error: ${err.message}`));
@@ -74,33 +74,28 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
     for (;;) {
       const won = await campaign(elector, giveUp.signal, o.timeoutMs);
       info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
-      const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(won.term) };
       let stopping: Promise<void> | undefined;
-      const run = superviseTerm(elector, won.term, argv, env, (reason) => {
-        info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
-        // Not running again: stop campaigning now, or the elector may win the lease back (a new
-        // term, for nothing) while the command is still shutting down.
-        if (interrupted || !o.keepRunning) stopping = elector.stop();
+      current = runTerm(electorWindow(elector, won.term), {
+        argv,
+        lock: elector.lock,
+        identity: elector.identity,
+        onLost: (reason) => {
+          info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
+          // Not running again: stop campaigning now, or the elector may win the lease back (a new
+          // term, for nothing) while the command is still shutting down.
+          if (interrupted || !o.keepRunning) stopping = elector.stop();
+        },
       });
-      current = run.supervisor;
-      const first = await run.done;
+      const outcome = await current.done;
       current = undefined;
-      // baton was stalled past its deadline and the watchdog stopped the command: the command
-      // ended because leadership did, whichever of the two events baton handled first.
-      const overdue = first.kind === 'exit' && !interrupted && !first.exit.spawnError && elector.term !== won.term;
-      if (overdue) {
-        info(`leadership of "${elector.lock}" lost (renew deadline passed); ${argv[0]} was stopped`);
-        if (!o.keepRunning) stopping = elector.stop();
-      }
-      if (first.kind === 'lost' || overdue) {
+      if (outcome.kind === 'lost') {
         await stopping;
-        if (interrupted || !o.keepRunning) return interrupted ? 128 + (signals[interrupted] ?? 15) : ExitCode.tempFail;
+        if (interrupted || !o.keepRunning) return interrupted ? signalExitCode(interrupted) : ExitCode.tempFail;
         continue;
       }
-      const code = exitCodeOf(first.exit);
-      if (first.exit.spawnError) info(`cannot run ${argv[0]}: ${first.exit.spawnError}`);
-      if (interrupted || !o.keepRunning || first.exit.spawnError) return code;
-      info(`${argv[0]} exited with ${code}; releasing and campaigning again`);
+      if (outcome.kind === 'not-started') info(`cannot run ${argv[0]}: ${outcome.message}`);
+      if (interrupted || !o.keepRunning || outcome.kind === 'not-started') return outcome.code;
+      info(`${argv[0]} exited with ${outcome.code}; releasing and campaigning again`);
       await elector.resign();
     }
   } finally {

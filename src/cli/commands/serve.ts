@@ -16,7 +16,9 @@ import {
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
+import { electorWindow } from '../leadership-window.js';
+import { onTerminationSignals } from '../signals.js';
+import { runTerm } from '../term-runner.js';
 
 interface ServeOptions extends CommonOptions {
   listen: string;
@@ -111,34 +113,37 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
 }
 
 /**
- * runWhileLeading runs the command for one term under the watchdog (cli/lead.ts), which stops
- * it before any other instance could lead. Returns an exit code to end serve with, or
- * undefined to campaign again.
+ * runWhileLeading runs the command for one term (cli/term-runner.ts), which stops it before any
+ * other instance could lead. Returns an exit code to end serve with, or undefined to campaign
+ * again.
  */
 async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>): Promise<number | undefined> {
   log('info', 'command-start', `starting ${argv[0]} (term ${term})`, { lock: elector.lock, term, command: argv[0] });
-  const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(term) };
-  const { supervisor, done } = superviseTerm(elector, term, argv, env, (reason) =>
-    log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
-  );
-  const first = await Promise.race([done, stopped.then(() => undefined)]);
-  if (first === undefined) {
+  const run = runTerm(electorWindow(elector, term), {
+    argv,
+    lock: elector.lock,
+    identity: elector.identity,
+    onLost: (reason) => log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
+  });
+  const outcome = await Promise.race([run.done, stopped.then(() => undefined)]);
+  if (outcome === undefined) {
     // Shutdown: SIGTERM now; SIGKILL no later than the last renewal allows.
-    supervisor.stop();
-    await supervisor.exited;
+    run.stop();
+    await run.done;
     log('info', 'command-stopped', `${argv[0]} stopped for shutdown`, { command: argv[0] });
     return undefined;
   }
-  const x = first.exit;
-  if (first.kind === 'lost') {
+  if (outcome.kind === 'lost') {
+    const x = outcome.exit;
     log('info', 'command-stopped', `${argv[0]} stopped (${x.code !== null ? `exit ${x.code}` : x.signal})`, { command: argv[0], code: x.code, signal: x.signal });
     return undefined;
   }
-  if (x.spawnError) {
-    log('error', 'command-error', `cannot run ${argv[0]}: ${x.spawnError}`, { command: argv[0] });
-    return 127;
+  if (outcome.kind === 'not-started') {
+    log('error', 'command-error', `cannot run ${argv[0]}: ${outcome.message}`, { command: argv[0] });
+    return outcome.code;
   }
-  log('warn', 'command-exit', `${argv[0]} exited with ${exitCodeOf(x)}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
+  const x = outcome.exit;
+  log('warn', 'command-exit', `${argv[0]} exited with ${outcome.code}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
   await elector.resign();
   return undefined;
 }

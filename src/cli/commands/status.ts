@@ -4,41 +4,18 @@ import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { validateLockName } from '../../core/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import { CliExit, openCliStore, storeLabel, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { isLive } from './is-leader.js';
+import { freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
 
-/** LockStatus is the JSON `baton status --json` prints per lock. */
-export interface LockStatus {
-  lock: string;
-  holder: string | null;
-  term: number;
-  hostname: string | null;
-  pid: number | null;
-  acquiredAt: string | null;
-  renewedAt: string | null;
-  leaseDurationMs: number;
-  expiresInMs: number | null;
-  transitions: number;
-  stepDownRequested: boolean;
-  version: string | null;
-}
+const STATUS_FIELDS = [
+  'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
+] as const satisfies readonly (keyof LeaseView)[];
 
-/** toStatus describes a record for people and scripts. expiresInMs is advisory (holder's clock). */
-export function toStatus(r: LeaseRecord, nowWallMs = Date.now(), serverExpiry = false): LockStatus {
-  const live = isLive(r, nowWallMs, serverExpiry);
-  return {
-    lock: r.lock,
-    holder: live ? r.holder : null,
-    term: r.term,
-    hostname: live ? (r.metadata.hostname as string | undefined) ?? null : null,
-    pid: live ? (r.metadata.pid as number | undefined) ?? null : null,
-    acquiredAt: r.acquiredAt ? new Date(r.acquiredAt).toISOString() : null,
-    renewedAt: r.renewedAt ? new Date(r.renewedAt).toISOString() : null,
-    leaseDurationMs: r.leaseDurationMs,
-    expiresInMs: live ? Math.max(0, r.renewedAt + r.leaseDurationMs - nowWallMs) : null,
-    transitions: r.transitions,
-    stepDownRequested: r.stepDownRequested,
-    version: live ? (r.metadata.version as string | undefined) ?? null : null,
-  };
+/** LockStatus is the JSON `baton status --json` prints per lock: the lease view's fields it has always printed. */
+export type LockStatus = Pick<LeaseView, (typeof STATUS_FIELDS)[number]>;
+
+/** toStatus picks the status fields of a lease view (server/lease-view.ts). */
+export function toStatus(view: LeaseView): LockStatus {
+  return Object.fromEntries(STATUS_FIELDS.map((k) => [k, view[k]])) as LockStatus;
 }
 
 /**
@@ -83,7 +60,7 @@ export function register(program: Command): void {
 async function render(store: LeaseStore, lock: string | undefined, json: boolean, label: string): Promise<string> {
   const records = lock ? [await store.read(lock)].filter((r): r is LeaseRecord => !!r) : await store.list!();
   const now = Date.now();
-  const rows = records.map((r) => toStatus(r, now, store.capabilities.serverExpiry));
+  const rows = records.map((r) => toStatus(leaseView(r, { nowWallMs: now, serverExpiry: store.capabilities.serverExpiry })));
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);
@@ -121,20 +98,7 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
 }
 
 function emptyStatus(lock: string): LockStatus {
-  return {
-    lock,
-    holder: null,
-    term: 0,
-    hostname: null,
-    pid: null,
-    acquiredAt: null,
-    renewedAt: null,
-    leaseDurationMs: 0,
-    expiresInMs: null,
-    transitions: 0,
-    stepDownRequested: false,
-    version: null,
-  };
+  return toStatus(freeLeaseView(lock));
 }
 
 async function watchLoop(store: LeaseStore, lock: string | undefined, json: boolean, label: string): Promise<never> {

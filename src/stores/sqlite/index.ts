@@ -19,12 +19,11 @@
  * checked when the database's directory changes (inotify through fs.watch) and on a short
  * poll as a safety net; writes from this process are delivered directly.
  *
- * better-sqlite3 is synchronous: every statement here is a few microseconds, and the busy
+ * The driver (node:sqlite, else better-sqlite3: see driver.ts) is synchronous: every statement here is a few microseconds, and the busy
  * timeout (1 s) bounds how long a write waits for another process's transaction.
  */
 import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { createRequire } from 'node:module';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type {
   Ledger,
@@ -38,10 +37,8 @@ import type {
   WatchListener,
   WriteResult,
 } from '../../core/store.js';
-import type { Database as DB, Statement } from 'better-sqlite3';
+import { isBusy, openDatabase, type SqlDatabase, type SqlStatement } from './driver.js';
 import { metadataJson } from '../../core/metadata-json.js';
-
-const require = createRequire(import.meta.url);
 
 export interface SqliteStoreOptions {
   /** Safety-net poll for other processes' commits, in ms. Default 100. */
@@ -69,8 +66,8 @@ export class SqliteStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
   readonly path: string;
   readonly ledger: Ledger;
-  private readonly db: DB;
-  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'dataVersion', Statement>;
+  private readonly db: SqlDatabase;
+  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'dataVersion', SqlStatement>;
   private readonly writeTx: (lock: string, expected: string | null, next: LeaseWrite) => WriteResult;
   private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision: string | null }>();
   private dirWatcher?: FSWatcher;
@@ -83,17 +80,11 @@ export class SqliteStore implements LeaseStore {
     if (!path) throw new InvalidConfigError('sqlite: a database path is required');
     this.path = path;
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
-    let Database: typeof import('better-sqlite3');
-    try {
-      Database = require('better-sqlite3');
-    } catch (err) {
-      throw new InvalidConfigError(`sqlite: the better-sqlite3 package is not installed (npm install better-sqlite3): ${errorMessage(err)}`);
-    }
     try {
       if (path !== ':memory:') makeDirs(dirname(path));
-      this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 1000 });
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
+      this.db = openDatabase(path, options.busyTimeoutMs ?? 1000);
+      this.db.exec('PRAGMA journal_mode = WAL');
+      this.db.exec('PRAGMA synchronous = FULL');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS baton_leases (
           lock TEXT PRIMARY KEY, holder TEXT, term INTEGER NOT NULL, lease_ms INTEGER NOT NULL,
@@ -103,8 +94,8 @@ export class SqliteStore implements LeaseStore {
           lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);`);
     } catch (err) {
-      const code = String((err as { code?: unknown }).code ?? '');
-      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+      if (err instanceof InvalidConfigError) throw err;
+      if (isBusy(err)) {
         throw new StoreUnavailableError(`sqlite: "${path}" is busy: ${errorMessage(err)}`, { cause: err });
       }
       throw new InvalidConfigError(`sqlite: cannot use "${path}": ${errorMessage(err)}`);
@@ -124,7 +115,7 @@ export class SqliteStore implements LeaseStore {
            step_down = excluded.step_down, metadata = excluded.metadata, revision = excluded.revision`,
       ),
       list: this.db.prepare('SELECT * FROM baton_leases ORDER BY lock'),
-      dataVersion: this.db.prepare('PRAGMA data_version').pluck(),
+      dataVersion: this.db.prepare('PRAGMA data_version'),
     };
     // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
     const tx = (lock: string, expected: string | null, next: LeaseWrite): WriteResult => {
@@ -150,9 +141,8 @@ export class SqliteStore implements LeaseStore {
       this.stmt.upsert.run(newRow);
       return { ok: true, record: toRecord(newRow, next.metadata && Object.isFrozen(next.metadata) ? next.metadata : undefined) };
     };
-    const single = this.db.transaction(tx);
-    this.writeTx = (lock, expected, next) => single.immediate(lock, expected, next);
-    this.renewTx = this.db.transaction((reqs: readonly RenewRequest[]) => reqs.map((r) => tx(r.lock, r.expected, r.next)));
+    this.writeTx = (lock, expected, next) => this.db.immediate(() => tx(lock, expected, next));
+    this.renewTx = (reqs) => this.db.immediate(() => reqs.map((r) => tx(r.lock, r.expected, r.next)));
     this.ledger = this.makeLedger();
   }
 
@@ -166,20 +156,21 @@ export class SqliteStore implements LeaseStore {
       const r = get.get(key) as { key: string; value: string; version: number } | undefined;
       return r ? toEntry(r) : null;
     };
-    const put = this.db.transaction((key: string, expected: string | null, value: string): LedgerPutResult => {
-      const changed = expected === null ? insert.run(key, value).changes : update.run(value, key, Number(expected)).changes;
-      const current = read(key);
-      return changed === 1 && current ? { ok: true, entry: current } : { ok: false, current };
-    });
+    const put = (key: string, expected: string | null, value: string): LedgerPutResult =>
+      this.db.immediate(() => {
+        const changed = expected === null ? insert.run(key, value).changes : update.run(value, key, Number(expected)).changes;
+        const current = read(key);
+        return changed === 1 && current ? { ok: true, entry: current } : { ok: false, current };
+      });
     return {
       get: async (key) => this.run(() => read(key)),
-      put: async (key, expected, value) => this.run(() => put.immediate(key, expected, value)),
+      put: async (key, expected, value) => this.run(() => put(key, expected, value)),
       list: async (prefix, limit = 1000) =>
         this.run(() => (list.all(prefix, limit) as { key: string; value: string; version: number }[]).filter((r) => r.key.startsWith(prefix)).map(toEntry)),
     };
   }
 
-  private readonly renewTx: { immediate(reqs: readonly RenewRequest[]): WriteResult[] };
+  private readonly renewTx: (reqs: readonly RenewRequest[]) => WriteResult[];
 
   async read(lock: string): Promise<LeaseRecord | null> {
     return this.run(() => {
@@ -195,7 +186,7 @@ export class SqliteStore implements LeaseStore {
   }
 
   async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
-    const results = this.run(() => this.renewTx.immediate(requests));
+    const results = this.run(() => this.renewTx(requests));
     results.forEach((r, i) => r.ok && this.deliver(requests[i]!.lock, r.record));
     return results;
   }
@@ -246,7 +237,7 @@ export class SqliteStore implements LeaseStore {
 
   private startWatching(): void {
     if (this.pollTimer || this.closed) return;
-    this.dataVersion = this.stmt.dataVersion.get() as number;
+    this.dataVersion = Number(this.db.value(this.stmt.dataVersion));
     const check = () => this.checkForeignCommits();
     this.pollTimer = setInterval(check, this.pollIntervalMs);
     this.pollTimer.unref();
@@ -274,7 +265,7 @@ export class SqliteStore implements LeaseStore {
   private checkForeignCommits(): void {
     if (this.closed) return;
     try {
-      const version = this.stmt.dataVersion.get() as number;
+      const version = Number(this.db.value(this.stmt.dataVersion));
       if (version === this.dataVersion) return;
       this.dataVersion = version;
       for (const [lock, w] of this.watchers) {

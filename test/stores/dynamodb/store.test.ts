@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient, GetItemCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { InvalidConfigError, StoreUnavailableError } from '../../../src/core/errors.js';
+import { exitCodeFor } from '../../../src/cli/exit-codes.js';
 import { freePort } from '../../../infra/servers/index.js';
 import { parseStoreUrl } from '../../../src/stores/registry.js';
 import { openDynamoStore, parseDynamoUrl } from '../../../src/stores/dynamodb/index.js';
@@ -18,7 +19,7 @@ const server = await startDynalite();
 const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1' });
 after(() => client.destroy());
 
-const configError = (pattern: RegExp) => (err: Error) => err instanceof InvalidConfigError && err.exitCode === 78 && pattern.test(err.message) && !err.message.includes('\n');
+const configError = (pattern: RegExp) => (err: Error) => err instanceof InvalidConfigError && exitCodeFor(err) === 78 && pattern.test(err.message) && !err.message.includes('\n');
 
 describe('dynamodb URL', () => {
   it('reads the table, endpoint, region and timeout', () => {
@@ -154,7 +155,7 @@ describe('dynamodb errors', () => {
     const port = await freePort();
     await assert.rejects(
       openDynamoStore({ table: 'baton', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', timeoutMs: 500 }),
-      (err: Error) => err instanceof StoreUnavailableError && err.exitCode === 69 && /dynamodb: table "baton"/.test(err.message) && !err.message.includes('\n'),
+      (err: Error) => err instanceof StoreUnavailableError && exitCodeFor(err) === 69 && /dynamodb: table "baton"/.test(err.message) && !err.message.includes('\n'),
     );
   });
 

@@ -1,0 +1,123 @@
+/**
+ * The shard assignment: which live member should own each shard. It is a pure function of the
+ * previous assignment and the new set of live members, so any member can compute the next one
+ * and every member that computes it gets the same answer:
+ *
+ *   1. Every member gets a quota: ⌊N / M⌋, and one more for N mod M of them — those that already
+ *      own the most (fewest moves), ties broken by a hash of the member's name.
+ *   2. A shard stays with its owner if the owner is live and within its quota. An owner over its
+ *      quota keeps the shards it scores highest (rendezvous score of shard and member).
+ *   3. The remaining shards — those of members that left and the excess of members over quota —
+ *      go one by one, best score first, to members still under quota.
+ *
+ * So a member leaving moves exactly its own shards; a member joining takes exactly its quota,
+ * each from a member that was over the new quota; nothing else moves. Loads always differ by at
+ * most one. Scores are pseudo-random per (group, shard, member), which spreads the moves.
+ */
+
+/** ShardAssignment is one assignment: `owners[s]` indexes `members` (−1: nobody, with no members). */
+export interface ShardAssignment {
+  readonly members: readonly string[];
+  readonly owners: readonly number[];
+}
+
+/** nextAssignment computes the assignment for `live` from `previous` (null for the first). */
+export function nextAssignment(group: string, shards: number, previous: ShardAssignment | null, live: readonly string[]): ShardAssignment {
+  const members = [...new Set(live)].sort();
+  const owners = new Array<number>(shards).fill(-1);
+  if (members.length === 0) return { members, owners };
+  const index = new Map(members.map((m, i) => [m, i] as const));
+  const seeds = members.map((m) => hash32(`${group}\u0000${m}`));
+  const score = (s: number, m: number) => mix32(mix32(s + 0x9e3779b9) ^ seeds[m]!);
+  // Carry over owners that are still live.
+  const held: number[][] = members.map(() => []);
+  for (let s = 0; s < shards; s++) {
+    const name = previous?.members[previous.owners[s] ?? -1];
+    const m = name === undefined ? undefined : index.get(name);
+    if (m !== undefined) held[m]!.push(s);
+  }
+  // 1. Quotas.
+  const base = Math.floor(shards / members.length);
+  let extra = shards % members.length;
+  const quota = members.map(() => base);
+  const byHolding = members.map((_, m) => m).sort((a, b) => held[b]!.length - held[a]!.length || seeds[a]! - seeds[b]! || a - b);
+  for (const m of byHolding) if (extra-- > 0) quota[m]!++;
+  // 2. Keep what fits, best score first.
+  const load = members.map(() => 0);
+  for (let m = 0; m < members.length; m++) {
+    const keep = held[m]!.sort((a, b) => score(b, m) - score(a, m) || a - b).slice(0, quota[m]);
+    for (const s of keep) owners[s] = m;
+    load[m] = keep.length;
+  }
+  // 3. Place the rest: all (shard, member-under-quota) pairs, best score first.
+  const free: number[] = [];
+  for (let s = 0; s < shards; s++) if (owners[s] === -1) free.push(s);
+  if (free.length > 0) {
+    const open = members.map((_, m) => m).filter((m) => load[m]! < quota[m]!);
+    const pairs: { s: number; m: number; score: number }[] = [];
+    for (const s of free) for (const m of open) pairs.push({ s, m, score: score(s, m) });
+    pairs.sort((a, b) => b.score - a.score || a.s - b.s || a.m - b.m);
+    for (const p of pairs) {
+      if (owners[p.s] !== -1 || load[p.m]! >= quota[p.m]!) continue;
+      owners[p.s] = p.m;
+      load[p.m]!++;
+    }
+  }
+  return { members, owners };
+}
+
+/** assignShards is the assignment from scratch, as owner names per shard. */
+export function assignShards(group: string, shards: number, members: readonly string[]): string[] {
+  return ownerNames(nextAssignment(group, shards, null, members));
+}
+
+/** ownerNames turns an assignment into the owner's name for each shard. */
+export function ownerNames(a: ShardAssignment): string[] {
+  return a.owners.map((m) => a.members[m] ?? '');
+}
+
+/**
+ * heirShards returns the shards, owned by other members, that `member` would receive if their
+ * owner alone left: for each other member, the next assignment without it, exactly as the
+ * survivors will compute it. A member watches these shards too, so by the time it finds their
+ * owner gone it has already seen their leases run out.
+ */
+export function heirShards(group: string, shards: number, a: ShardAssignment, member: string): number[] {
+  const out: number[] = [];
+  if (!a.members.includes(member)) return out;
+  for (let x = 0; x < a.members.length; x++) {
+    if (a.members[x] === member || !a.owners.includes(x)) continue;
+    const without = nextAssignment(group, shards, a, a.members.filter((_, i) => i !== x));
+    const me = without.members.indexOf(member);
+    for (let s = 0; s < a.owners.length; s++) if (a.owners[s] === x && without.owners[s] === me) out.push(s);
+  }
+  return out.sort((p, q) => p - q);
+}
+
+/** hash32 is FNV-1a over the string's UTF-16 code units, then mixed. */
+export function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return mix32(h);
+}
+
+/** mix32 is MurmurHash3's finaliser: every input bit affects every output bit. */
+export function mix32(x: number): number {
+  let h = x >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** movedShards counts the shards whose owner differs between two lists of owner names. */
+export function movedShards(before: readonly string[], after: readonly string[]): number {
+  let n = 0;
+  for (let s = 0; s < Math.max(before.length, after.length); s++) if (before[s] !== after[s]) n++;
+  return n;
+}

@@ -1,0 +1,65 @@
+/**
+ * GatedStore wraps a shard group's store for its shard electors: a campaign for a shard that is
+ * not assigned to this member is held back (its acquiring write is answered as a lost race,
+ * without reaching the store), while the elector goes on watching the record and timing its
+ * expiry. When the shard becomes this member's, `open(lock)` wakes the elector with a change
+ * notification (spurious notifications are allowed by the store contract), and it acquires at
+ * once if the lease has already been seen expired. Renewals and releases pass straight through.
+ */
+import type { LeaseRecord, LeaseStore, LeaseWrite, WatchListener, WriteResult } from '../core/store.js';
+
+/** GatedStore: see the file comment. */
+export class GatedStore implements LeaseStore {
+  readonly kind: string;
+  readonly capabilities: LeaseStore['capabilities'];
+  readonly renewMany?: LeaseStore['renewMany'];
+  readonly watch?: LeaseStore['watch'];
+  readonly list?: LeaseStore['list'];
+  readonly ledger?: LeaseStore['ledger'];
+  private readonly listeners = new Map<string, Set<WatchListener>>();
+
+  constructor(
+    private readonly inner: LeaseStore,
+    private readonly mayAcquire: (lock: string) => boolean,
+  ) {
+    this.kind = inner.kind;
+    this.capabilities = inner.capabilities;
+    if (inner.renewMany) this.renewMany = (requests) => inner.renewMany!(requests);
+    if (inner.list) this.list = () => inner.list!();
+    this.ledger = inner.ledger;
+    if (inner.watch) {
+      this.watch = (lock, listener) => {
+        let set = this.listeners.get(lock);
+        if (!set) this.listeners.set(lock, (set = new Set()));
+        set.add(listener);
+        const off = inner.watch!(lock, listener);
+        return () => {
+          set!.delete(listener);
+          if (set!.size === 0) this.listeners.delete(lock);
+          off();
+        };
+      };
+    }
+  }
+
+  get watchLive(): boolean | undefined {
+    return this.inner.watchLive;
+  }
+
+  read(lock: string): Promise<LeaseRecord | null> {
+    return this.inner.read(lock);
+  }
+
+  async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    if (next.newTerm && !this.mayAcquire(lock)) return { ok: false };
+    return this.inner.write(lock, expected, next);
+  }
+
+  /** open wakes the electors watching `lock` (call when it may now be acquired). */
+  open(lock: string): void {
+    for (const listener of [...(this.listeners.get(lock) ?? [])]) listener(undefined);
+  }
+
+  /** The group's store is closed by its owner, not by the shard electors. */
+  async close(): Promise<void> {}
+}

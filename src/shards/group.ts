@@ -1,0 +1,252 @@
+/**
+ * ShardGroup: N shards spread fairly over the live members of a group, each shard an ordinary
+ * baton lease with its own fencing term.
+ *
+ * Every retry period a member
+ *   1. rewrites its heartbeat and observes the others' (membership.ts);
+ *   2. reads the group's assignment record and, if the membership it sees differs from the
+ *      record's, writes the next one by compare-and-set (assignment.ts: a leaving member's
+ *      shards move, a joining member takes its quota, nothing else moves);
+ *   3. campaigns, with one LeaderElector each, for the shards assigned to it; an elector never
+ *      takes a lease that has not expired, so a shard still held elsewhere is waited for, and
+ *      the store's notification wakes the campaign the moment it is released. It also watches,
+ *      without campaigning (gate.ts), the shards it would inherit if their owner died, so when the owner is found dead their leases have already been seen expiring and
+ *      are taken at once: a crashed member's shards move within a lease and a retry period;
+ *   4. gives up shards assigned to someone else: a standby elector simply stops; a held shard is
+ *      resigned (its work's signal aborts, `released` is emitted, then the lease is released) —
+ *      at most `maxMovesPerPeriod` per period, so a membership change moves shards gradually.
+ * While views of the membership disagree, two members may campaign for one shard; the store's
+ * compare-and-set lets one of them hold it, and every elector guarantee holds per shard.
+ */
+import { EventEmitter } from 'node:events';
+import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
+import { LeaderElector, type StopReason } from '../core/elector.js';
+import { InvalidConfigError, errorMessage } from '../core/errors.js';
+import { defaultIdentity } from '../core/identity.js';
+import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
+import type { HolderMetadata, LeaseStore } from '../core/store.js';
+import { heirShards, type ShardAssignment } from './assignment.js';
+import { GatedStore } from './gate.js';
+import { Membership, type MemberView } from './membership.js';
+
+/** ShardGroupOptions configures one member of a shard group. */
+export interface ShardGroupOptions extends Partial<Timing> {
+  store: LeaseStore;
+  /** The group's name; shard `i` is the lock `<group>/shard/<i>`. Same rules as a lock name. */
+  group: string;
+  /** How many shards the group has (1–10,000); every member must give the same number. */
+  shards: number;
+  /** This member's identity; give a stable one (a pod or instance name) to get its shards back after a restart. */
+  identity?: string;
+  /** At most this many held shards are given up per retry period. Default ⌈shards / 16⌉. */
+  maxMovesPerPeriod?: number;
+  metadata?: HolderMetadata;
+  clock?: Clock;
+}
+
+/** ShardAcquiredEvent: this member now owns `shard`; stop its work when `signal` aborts. */
+export interface ShardAcquiredEvent {
+  readonly shard: number;
+  readonly term: number;
+  readonly signal: AbortSignal;
+}
+
+/** ShardReleasedEvent: this member no longer owns `shard` (always follows `acquired`). */
+export interface ShardReleasedEvent {
+  readonly shard: number;
+  readonly term: number;
+  /** 'rebalanced' when the shard was given up because it is assigned elsewhere. */
+  readonly reason: StopReason | 'rebalanced';
+}
+
+export interface ShardGroupEvents {
+  acquired: [ShardAcquiredEvent];
+  released: [ShardReleasedEvent];
+  members: [MemberView];
+  storeError: [Error];
+}
+
+/** MAX_SHARDS keeps the assignment record within one ledger value (64 KiB). */
+const MAX_SHARDS = 10_000;
+
+/** shardLock is the lock name of one shard. */
+export function shardLock(group: string, shard: number): string {
+  return `${group}/shard/${shard}`;
+}
+
+/** ShardGroup: see the file comment. */
+export class ShardGroup extends EventEmitter<ShardGroupEvents> {
+  readonly group: string;
+  readonly shards: number;
+  readonly identity: string;
+  readonly timing: Readonly<Timing>;
+  private readonly store: LeaseStore;
+  private readonly gated: GatedStore;
+  private readonly shardOf = new Map<string, number>();
+  private readonly clock: Clock;
+  private readonly maxMoves: number;
+  private readonly metadata?: HolderMetadata;
+  private readonly membership: Membership;
+  private readonly electors = new Map<number, LeaderElector>();
+  /** Shards being given up (resign in flight), so they are not counted twice. */
+  private readonly leaving = new Set<number>();
+  private readonly owned = new Map<number, number>();
+  private desired = new Set<number>();
+  private view: MemberView = { live: [], all: [] };
+  private timer?: TimerHandle;
+  private running = false;
+  private cycle?: Promise<void>;
+  private assignment: ShardAssignment = { members: [], owners: [] };
+  private heirs: number[] = [];
+  /** The assignment `heirs` was computed for (as text), so it is recomputed only on a change. */
+  private heirsOf?: string;
+
+  constructor(options: ShardGroupOptions) {
+    super();
+    if (!options || typeof options.store?.read !== 'function') throw new TypeError('ShardGroup: options.store must be a LeaseStore (see openStore)');
+    if (!options.store.ledger) throw new InvalidConfigError(`shards: the ${options.store.kind} store keeps no ledger, which group membership needs`);
+    this.group = validateLockName(options.group, 'group');
+    validateLockName(shardLock(this.group, MAX_SHARDS), 'group');
+    if (!Number.isInteger(options.shards) || options.shards < 1 || options.shards > MAX_SHARDS) {
+      throw new InvalidConfigError(`shards: must be a whole number from 1 to ${MAX_SHARDS}, got ${String(options.shards)}`);
+    }
+    this.shards = options.shards;
+    this.identity = validateIdentity(options.identity ?? defaultIdentity());
+    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, ...timing } = options;
+    this.timing = Object.freeze(resolveTiming(timing));
+    const moves = maxMovesPerPeriod ?? Math.ceil(this.shards / 16);
+    if (!Number.isInteger(moves) || moves < 1) throw new InvalidConfigError(`maxMovesPerPeriod: must be a whole number ≥ 1, got ${String(maxMovesPerPeriod)}`);
+    this.maxMoves = moves;
+    this.store = options.store;
+    this.metadata = metadata;
+    this.clock = clock ?? realClock;
+    this.gated = new GatedStore(this.store, (lock) => this.desired.has(this.shardOf.get(lock) ?? -1));
+    this.membership = new Membership(this.store.ledger!, this.group, this.shards, this.identity, this.timing.leaseDurationMs, this.clock);
+  }
+
+  /** start joins the group. Resolves at once; listen for `acquired` and `released`. */
+  start(): this {
+    if (this.running) return this;
+    this.running = true;
+    this.tick();
+    return this;
+  }
+
+  /** stop leaves the group: every owned shard's work is stopped and its lease released, then the membership entry says `left`. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    if (this.timer) this.clock.clearTimer(this.timer);
+    await this.cycle?.catch(() => {});
+    await Promise.all([...this.electors.values()].map((e) => e.stop()));
+    this.electors.clear();
+    await this.membership.heartbeat(true).catch((err) => this.report(err));
+  }
+
+  /** ownedShards lists the shards this member leads now (by each elector's own deadline). */
+  ownedShards(): number[] {
+    return [...this.electors.entries()].filter(([, e]) => e.isLeader()).map(([s]) => s).sort((a, b) => a - b);
+  }
+
+  /** members is the last observed membership. */
+  members(): MemberView {
+    return this.view;
+  }
+
+  /** assignment is the group's assignment as last read (members, and each shard's owner index). */
+  currentAssignment(): ShardAssignment {
+    return this.assignment;
+  }
+
+  /** assignedShards lists the shards the last computed assignment gives this member. */
+  assignedShards(): number[] {
+    return [...this.desired].sort((a, b) => a - b);
+  }
+
+  private tick(): void {
+    if (!this.running) return;
+    this.cycle = this.reconcile()
+      .catch((err) => this.report(err))
+      .finally(() => {
+        if (this.running) this.timer = this.clock.setTimer(() => this.tick(), this.timing.retryPeriodMs);
+      });
+  }
+
+  private async reconcile(): Promise<void> {
+    // 1. The assignment record first: a member started with another shard count is refused
+    //    before its heartbeat could make it a member.
+    const current = await this.membership.readAssignment();
+    // 2. Heartbeat, the membership as this member sees it, and the record moved on if it is out of date.
+    await this.membership.heartbeat();
+    const view = await this.membership.observe();
+    const assignment = await this.membership.advance(current, view);
+    if (!this.running) return;
+    if (view.live.join('\n') !== this.view.live.join('\n')) this.emit('members', view);
+    this.view = view;
+    this.assignment = assignment;
+    const me = assignment.members.indexOf(this.identity);
+    const before = this.desired;
+    this.desired = new Set(me < 0 ? [] : assignment.owners.flatMap((m, s) => (m === me ? [s] : [])));
+    const key = `${assignment.members.join('\n')}|${assignment.owners.join(',')}`;
+    if (key !== this.heirsOf) this.heirs = heirShards(this.group, this.shards, assignment, this.identity);
+    this.heirsOf = key;
+    const watched = new Set([...this.desired, ...this.heirs]);
+    // 3. Campaign for what is ours; watch what we would inherit; wake campaigns that may now acquire.
+    for (const s of watched) if (!this.electors.has(s)) this.campaign(s);
+    for (const s of this.desired) if (!before.has(s)) this.gated.open(shardLock(this.group, s));
+    // 4. Give up what is not: watchers we no longer need at once, held shards a few per period.
+    let moves = 0;
+    for (const [s, elector] of [...this.electors]) {
+      if (this.desired.has(s) || this.leaving.has(s)) continue;
+      if (!elector.isLeader()) {
+        if (watched.has(s)) continue;
+        this.electors.delete(s);
+        void elector.stop().catch((err) => this.report(err));
+      } else if (moves < this.maxMoves) {
+        moves++;
+        this.handOff(s, elector);
+      }
+    }
+  }
+
+  private campaign(shard: number): void {
+    const lock = shardLock(this.group, shard);
+    this.shardOf.set(lock, shard);
+    const elector = new LeaderElector({
+      store: this.gated,
+      lock,
+      identity: this.identity,
+      metadata: { ...this.metadata, group: this.group, shard },
+      clock: this.clock,
+      ...this.timing,
+    });
+    elector.on('elected', ({ term, signal }) => {
+      this.owned.set(shard, term);
+      this.emit('acquired', { shard, term, signal });
+    });
+    elector.on('stopped', ({ term, reason }) => {
+      this.owned.delete(shard);
+      this.emit('released', { shard, term, reason: this.leaving.has(shard) ? 'rebalanced' : reason });
+    });
+    elector.on('storeError', (err) => this.report(err));
+    this.electors.set(shard, elector);
+    elector.start();
+  }
+
+  /** handOff resigns a held shard so its assigned owner, woken by the release, takes it at once. */
+  private handOff(shard: number, elector: LeaderElector): void {
+    this.leaving.add(shard);
+    void elector
+      .stop()
+      .catch((err) => this.report(err))
+      .finally(() => {
+        this.leaving.delete(shard);
+        if (this.electors.get(shard) === elector) this.electors.delete(shard);
+      });
+  }
+
+  private report(err: unknown): void {
+    const e = err instanceof Error ? err : new Error(errorMessage(err));
+    if (this.listenerCount('storeError') > 0) this.emit('storeError', e);
+  }
+}

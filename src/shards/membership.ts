@@ -1,0 +1,166 @@
+/**
+ * Membership and the shared assignment of a shard group, both kept in the store's ledger under
+ * `baton/shards/<group>/`:
+ *
+ *   members/<identity>   each member's heartbeat, rewritten every retry period (`left` on a clean stop)
+ *   assignment           {"v":1,"shards":N,"members":[…],"owners":[…]} — the current assignment
+ *
+ * A member is live while its heartbeat keeps changing: an entry this process has seen unchanged
+ * for a whole lease duration, timed on its own monotonic clock, belongs to a member that is
+ * gone — the elector's observation rule, so no clocks are compared across hosts.
+ *
+ * The assignment changes by compare-and-set only, computed with nextAssignment from the one it
+ * replaces, by whichever member first sees the membership differ from the record. Two rules
+ * keep members whose views lag from undoing each other's change: a member is removed only by one
+ * that has seen it dead, and added only by one that has seen its heartbeat change after it first
+ * read the current assignment (a member that really lives keeps beating; a dead one never does).
+ */
+import type { Clock } from '../core/clock.js';
+import { InvalidConfigError } from '../core/errors.js';
+import type { Ledger } from '../core/store.js';
+import { nextAssignment, type ShardAssignment } from './assignment.js';
+
+/** groupPrefix is where a group's ledger entries live. */
+export function groupPrefix(group: string): string {
+  return `baton/shards/${group}/`;
+}
+
+/** MAX_MEMBERS bounds one listing of a group's members. */
+export const MAX_MEMBERS = 10_000;
+
+/** MemberView is what one observation of the group's heartbeats says. */
+export interface MemberView {
+  /** Identities whose heartbeat is live, sorted. */
+  readonly live: readonly string[];
+  /** Every member entry, with whether it counts as live. */
+  readonly all: readonly { identity: string; live: boolean; left: boolean }[];
+}
+
+/** StoredAssignment is the assignment record as read, with when this process first saw that version. */
+export interface StoredAssignment extends ShardAssignment {
+  readonly shards: number;
+  readonly version: string;
+  readonly seenSinceMs: number;
+}
+
+/** parseAssignment reads an assignment record's value; null if it is not one. */
+export function parseAssignment(value: string): { shards: number; members: string[]; owners: number[] } | null {
+  try {
+    const v = JSON.parse(value) as { shards?: unknown; members?: unknown; owners?: unknown };
+    if (!Number.isInteger(v.shards) || !Array.isArray(v.members) || !Array.isArray(v.owners)) return null;
+    return { shards: v.shards as number, members: v.members.map(String), owners: v.owners.map(Number) };
+  } catch {
+    return null;
+  }
+}
+
+/** Membership keeps this member's heartbeat, observes the others', and moves the assignment on. */
+export class Membership {
+  private readonly prefix: string;
+  private readonly key: string;
+  private version: string | null | undefined;
+  private beat = 0;
+  /** identity → the heartbeat version seen and since when (monotonic ms). */
+  private readonly seen = new Map<string, { version: string; sinceMs: number }>();
+  private assignmentSeen?: { version: string; sinceMs: number };
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly group: string,
+    private readonly shards: number,
+    private readonly identity: string,
+    private readonly leaseDurationMs: number,
+    private readonly clock: Clock,
+  ) {
+    this.prefix = groupPrefix(group);
+    this.key = `${this.prefix}members/${identity}`;
+  }
+
+  /** heartbeat rewrites this member's entry (taking over one an earlier process of this identity left). */
+  async heartbeat(left = false): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (this.version === undefined) this.version = (await this.ledger.get(this.key))?.version ?? null;
+      const value = JSON.stringify({ v: 1, beat: ++this.beat, ...(left ? { left: true } : {}) });
+      const result = await this.ledger.put(this.key, this.version, value);
+      if (result.ok) {
+        this.version = result.entry.version;
+        return;
+      }
+      // Someone wrote since our last version: an earlier process with this identity. Ours now.
+      this.version = result.current === undefined ? undefined : (result.current?.version ?? null);
+    }
+  }
+
+  /** observe lists the heartbeats and applies the liveness rule. */
+  async observe(): Promise<MemberView> {
+    const prefix = `${this.prefix}members/`;
+    const entries = await this.ledger.list(prefix, MAX_MEMBERS);
+    const now = this.clock.monotonicMs();
+    const all: { identity: string; live: boolean; left: boolean }[] = [];
+    const present = new Set<string>();
+    for (const e of entries) {
+      const identity = e.key.slice(prefix.length);
+      present.add(identity);
+      let left = false;
+      try {
+        left = (JSON.parse(e.value) as { left?: unknown }).left === true;
+      } catch {
+        left = true; // not a heartbeat of ours
+      }
+      const prior = this.seen.get(identity);
+      if (!prior || prior.version !== e.version) this.seen.set(identity, { version: e.version, sinceMs: now });
+      const since = this.seen.get(identity)!.sinceMs;
+      const live = identity === this.identity || (!left && now - since < this.leaseDurationMs);
+      all.push({ identity, live, left: left && identity !== this.identity });
+    }
+    for (const identity of this.seen.keys()) if (!present.has(identity)) this.seen.delete(identity);
+    const live = all.filter((m) => m.live).map((m) => m.identity);
+    if (!live.includes(this.identity)) live.push(this.identity);
+    return { live: live.sort(), all };
+  }
+
+  /** readAssignment reads the record; null when the group has none yet. Refuses another shard count. */
+  async readAssignment(): Promise<StoredAssignment | null> {
+    const entry = await this.ledger.get(`${this.prefix}assignment`);
+    if (!entry) return null;
+    const parsed = parseAssignment(entry.value);
+    if (!parsed) throw new InvalidConfigError(`shards: the assignment record of group "${this.group}" is not one baton wrote`);
+    if (parsed.shards !== this.shards) {
+      throw new InvalidConfigError(`shards: group "${this.group}" has ${parsed.shards} shards in the store, not ${this.shards} (a new count needs a new group name)`);
+    }
+    if (this.assignmentSeen?.version !== entry.version) this.assignmentSeen = { version: entry.version, sinceMs: this.clock.monotonicMs() };
+    return { ...parsed, version: entry.version, seenSinceMs: this.assignmentSeen.sinceMs };
+  }
+
+  /**
+   * advance writes the next assignment if this member's view of the membership differs from the
+   * record's (see the file comment for who may add and remove whom). Returns the assignment in
+   * force afterwards: the new one, or the record as it was if nothing changed or the write lost.
+   */
+  async advance(current: StoredAssignment | null, view: MemberView): Promise<ShardAssignment> {
+    const live = new Set(view.live);
+    const status = new Map(view.all.map((m) => [m.identity, m] as const));
+    const next = new Set<string>();
+    for (const m of current?.members ?? []) {
+      const s = status.get(m);
+      // Keep unless seen dead or gone; a member not listed at all has no heartbeat left.
+      if (m === this.identity || (s !== undefined && s.live)) next.add(m);
+    }
+    for (const m of live) {
+      if (next.has(m)) continue;
+      const beatAfterRecord = current === null || (this.seen.get(m)?.sinceMs ?? -Infinity) > current.seenSinceMs;
+      if (m === this.identity || beatAfterRecord) next.add(m);
+    }
+    const same = current !== null && next.size === current.members.length && current.members.every((m) => next.has(m));
+    if (same) return current;
+    const proposal = nextAssignment(this.group, this.shards, current, [...next]);
+    const value = JSON.stringify({ v: 1, shards: this.shards, members: proposal.members, owners: proposal.owners });
+    const result = await this.ledger.put(`${this.prefix}assignment`, current?.version ?? null, value);
+    if (result.ok) {
+      this.assignmentSeen = { version: result.entry.version, sinceMs: this.clock.monotonicMs() };
+      return proposal;
+    }
+    // Another member moved it first: use what it wrote; the next period reconsiders.
+    return (await this.readAssignment()) ?? proposal;
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * The package as a user gets it: `npm pack`, then a fresh project installs the tarball with
+ * the Node line running this test and uses it the way the README says — `npx baton --version`,
+ * `npx baton demo`, an ESM consumer of the library and of `<name>/testing`, a TypeScript
+ * consumer type-checked against the shipped declarations, and a store whose optional SDK is not
+ * installed (one line naming the npm install, exit 78 — not a crash).
+ *
+ * On a Node line without `node:sqlite` (Node 20) the project also installs better-sqlite3, as
+ * the README tells such users to. Installs use npm's cache; a package missing from it comes
+ * from the registry.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ROOT } from '../harness/cli.js';
+
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+const NODE = process.execPath;
+const NODE_BIN = dirname(NODE);
+const hasBuiltinSqlite = (() => {
+  const get = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule;
+  try {
+    return !!get?.('node:sqlite');
+  } catch {
+    return false;
+  }
+})();
+
+/** npmCli finds npm's own script, run with the Node under test (so installs build for its ABI). */
+function npmCli(): string {
+  const candidates = [join(NODE_BIN, '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js'), '/usr/lib/node_modules/npm/bin/npm-cli.js', '/usr/local/lib/node_modules/npm/bin/npm-cli.js'];
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) throw new Error(`npm-cli.js not found (looked in ${candidates.join(', ')})`);
+  return found;
+}
+
+const work = mkdtempSync(join(tmpdir(), 'baton-pack-'));
+const project = join(work, 'app');
+/** Environment of every command: the Node under test first on PATH, no BATON_* from the machine. */
+const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BATON_') && !k.startsWith('npm_')));
+env.PATH = `${NODE_BIN}:${process.env.PATH}`;
+// HOME stays: npm reads its settings (e.g. nodedir for native builds without a download) from ~/.npmrc.
+env.XDG_STATE_HOME = join(work, 'state');
+env.npm_config_cache = process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm');
+env.npm_config_update_notifier = 'false';
+
+function run(cmd: string, args: string[], cwd = project, timeoutMs = 300_000): SpawnSyncReturns<string> {
+  return spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: timeoutMs });
+}
+function npm(args: string[], cwd = project): SpawnSyncReturns<string> {
+  return run(NODE, [npmCli(), ...args, '--no-audit', '--no-fund', '--prefer-offline'], cwd);
+}
+function ok(r: SpawnSyncReturns<string>, what: string): string {
+  assert.equal(r.status, 0, `${what} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`.slice(0, 4000));
+  return r.stdout;
+}
+
+let installMs = 0;
+before(() => {
+  const packed = ok(npm(['pack', '--pack-destination', work, '--silent'], ROOT), 'npm pack').trim().split('\n').pop()!;
+  const tarball = join(work, packed);
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
+  // @types/node: any TypeScript project on Node has it (the declarations name node:events, NodeJS…).
+  const extra = ['@types/node@20', ...(hasBuiltinSqlite ? [] : ['better-sqlite3'])];
+  const t0 = Date.now();
+  ok(npm(['install', tarball, ...extra]), `npm install ${packed} ${extra.join(' ')}`);
+  installMs = Date.now() - t0;
+});
+after(() => rmSync(work, { recursive: true, force: true }));
+
+describe(`the packed ${pkg.name} on Node ${process.versions.node}`, () => {
+  test('ships the build, not the tests', () => {
+    const installed = join(project, 'node_modules', ...pkg.name.split('/'));
+    assert.ok(existsSync(join(installed, 'dist', 'index.js')), 'dist/index.js is in the package');
+    assert.ok(existsSync(join(installed, 'bin', 'baton.js')), 'bin/baton.js is in the package');
+    assert.ok(!existsSync(join(installed, 'test')), 'no test/ folder in the package');
+    assert.ok(!readdirSync(installed).includes('node_modules'));
+    console.log(`# install took ${installMs} ms (${hasBuiltinSqlite ? 'node:sqlite, no native build' : 'with better-sqlite3 built from source'})`);
+  });
+
+  test('npx baton --version prints the package version', () => {
+    const out = ok(run(NODE, [join(project, 'node_modules', '.bin', 'baton'), '--version']), 'baton --version');
+    assert.match(out.trim(), new RegExp(`^(baton )?${pkg.version.replace(/\./g, '\\.')}$`));
+  });
+
+  test('npx baton demo runs the tour to the end', () => {
+    const r = run(NODE, [npmCli(), 'exec', '--', 'baton', 'demo'], project, 120_000);
+    const out = ok(r, 'npx baton demo');
+    assert.match(out, /crash failover/);
+    assert.match(out, /terms: 1 → 2 → 3/);
+    assert.doesNotMatch(r.stderr, /ExperimentalWarning/);
+  });
+
+  test('an ESM consumer of the library and of /testing', () => {
+    writeFileSync(
+      join(project, 'consumer.mjs'),
+      `import { LeaderElector, openStore, parseDuration } from '${pkg.name}';
+import { FakeClock, storeConformanceSuite } from '${pkg.name}/testing';
+if (typeof storeConformanceSuite !== 'function' || typeof FakeClock !== 'function') throw new Error('testing exports missing');
+const store = await openStore('memory:consumer');
+const elector = new LeaderElector({ store, lock: 'consumer', leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 });
+const { term } = await new Promise((resolve) => { elector.once('elected', resolve); elector.start(); });
+await elector.stop();
+await store.close();
+console.log('elected with term', term, 'lease', parseDuration('2s'));
+`,
+    );
+    assert.match(ok(run(NODE, ['consumer.mjs']), 'node consumer.mjs'), /elected with term 1 lease 2000/);
+  });
+
+  test('a TypeScript consumer type-checks against the shipped declarations', () => {
+    writeFileSync(
+      join(project, 'consumer.ts'),
+      `import { LeaderElector, openStore, type LeaseStore, type StopReason } from '${pkg.name}';
+import { storeConformanceSuite, type ConformanceOptions } from '${pkg.name}/testing';
+const options: ConformanceOptions = { name: 'x', makeStore: () => openStore('memory:') };
+const reason: StopReason = 'stopped';
+export async function main(store: LeaseStore): Promise<number> {
+  const e = new LeaderElector({ store, lock: 'ts' });
+  void storeConformanceSuite; void options; void reason;
+  return e.isLeader() ? 1 : 0;
+}
+// @ts-expect-error: a misspelt option is a type error for a TypeScript user
+new LeaderElector({ store: await openStore('memory:'), lock: 'ts', leaseDuration: 5 });
+`,
+    );
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['consumer.ts'] }),
+    );
+    // The repository's own TypeScript compiler, run on the consumer project.
+    ok(run(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json']), 'tsc on the consumer');
+  });
+
+  test('a store whose optional SDK is missing: one line naming the npm install, exit 78', () => {
+    const r = run(NODE, [join(project, 'node_modules', '.bin', 'baton'), 'status', '--store', 'postgres://127.0.0.1:1/db']);
+    assert.equal(r.status, 78, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /npm install pg/);
+  });
+});
