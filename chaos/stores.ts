@@ -19,6 +19,11 @@ export interface ChaosTiming {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /**
+   * For a store whose standbys learn of changes only by polling: the longest wait between two
+   * polls, retry × (1 + jitter). The leaderless-gap bound uses it in place of the retry period.
+   */
+  pollMs?: number;
 }
 
 /** RunningStore is a started store server (or file) the harness can break and mend. */
@@ -47,6 +52,8 @@ export interface ChaosStoreKind {
   readonly scheme: string;
   /** Whether candidates reach it over TCP (partitions apply). */
   readonly network: boolean;
+  /** Whether standbys learn of changes only by polling (no notifications): see ChaosTiming.pollMs. */
+  readonly polls?: boolean;
   /** Default timing for runs on this store. */
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
@@ -73,7 +80,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   },
   // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
   // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
-  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, timing: SHORT, start: startDynalite },
+  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite },
 });
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
