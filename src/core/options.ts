@@ -27,9 +27,10 @@ export const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
 /**
  * resolveTiming fills defaults and validates: every duration positive and at most one day,
  * leaseDuration > renewDeadline > retryPeriod × jitterFactor. Throws InvalidConfigError naming
- * the offending value.
+ * the offending value. With `granularityMs` (a store that rounds leases up), leaseDuration is
+ * rounded up to it: a server that rounds the lease up only makes it longer than we count.
  */
-export function resolveTiming(partial: Partial<Timing> = {}): Timing {
+export function resolveTiming(partial: Partial<Timing> = {}, granularityMs?: number): Timing {
   const t: Timing = { ...DEFAULT_TIMING };
   for (const k of Object.keys(DEFAULT_TIMING) as (keyof Timing)[]) if (partial[k] !== undefined) t[k] = partial[k]!;
   const names: Record<keyof Timing, string> = {
@@ -59,6 +60,9 @@ export function resolveTiming(partial: Partial<Timing> = {}): Timing {
     throw new InvalidConfigError(
       `renewDeadline (${t.renewDeadlineMs}ms) must be greater than retryPeriod × jitterFactor (${t.retryPeriodMs}ms × ${t.jitterFactor})`,
     );
+  }
+  if (granularityMs && t.leaseDurationMs % granularityMs !== 0) {
+    t.leaseDurationMs = Math.ceil(t.leaseDurationMs / granularityMs) * granularityMs;
   }
   return t;
 }

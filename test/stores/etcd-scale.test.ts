@@ -138,7 +138,7 @@ describe('etcd: thousands of leases on one handle', () => {
     const run = `${process.pid}-${Date.now().toString(36)}`;
     for (let i = 0; i < LEASES; i += 250) {
       const part = await Promise.all(
-        Array.from({ length: Math.min(250, LEASES - i) }, (_, k) => store.write(`scale-${run}-${i + k}`, null, acquisition('scale'))),
+        Array.from({ length: Math.min(250, LEASES - i) }, (_, k) => store.queue.campaign(`scale-${run}-${i + k}`, acquisition('scale'))),
       );
       for (const r of part) {
         assert.ok(r.ok, 'every lock is free, so every acquisition succeeds');

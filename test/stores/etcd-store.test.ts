@@ -125,7 +125,7 @@ describe('etcd: the election protocol on the wire', () => {
   it('a candidate is <lock>/<its lease ID in hex>, attached to that lease; the term is its create revision', async () => {
     const lock = uniqueLock('layout');
     const s = await handle();
-    const r = await s.write(lock, null, acquire('alice'));
+    const r = await s.queue!.campaign(lock, acquire('alice'));
     assert.ok(r.ok);
     const [k, ...rest] = await keysUnder(`${lock}/`);
     assert.equal(rest.length, 0);
@@ -138,7 +138,7 @@ describe('etcd: the election protocol on the wire', () => {
   it('two candidates racing on one handle get a lease and a key each; the earlier key leads', async () => {
     const lock = uniqueLock('race');
     const s = await handle();
-    const [x, y] = await Promise.all([s.write(lock, null, acquire('x')), s.write(lock, null, acquire('y'))]);
+    const [x, y] = await Promise.all([s.queue!.campaign(lock, acquire('x')), s.queue!.campaign(lock, acquire('y'))]);
     assert.equal([x, y].filter((r) => r.ok).length, 1);
     const keys = await keysUnder(`${lock}/`);
     assert.equal(keys.length, 2);
@@ -151,7 +151,7 @@ describe('etcd: the election protocol on the wire', () => {
   it('the step-down flag rewrites the value under the same lease: same term, new revision', async () => {
     const lock = uniqueLock('flag');
     const [a, b] = [await handle(), await handle()];
-    const r = await a.write(lock, null, acquire('alice'));
+    const r = await a.queue!.campaign(lock, acquire('alice'));
     assert.ok(r.ok);
     const before = (await keysUnder(`${lock}/`))[0]!;
     const flagged = await b.write(lock, r.record.revision, { ...acquire('alice'), newTerm: false, stepDownRequested: true });
@@ -219,11 +219,11 @@ describe('etcd: queueing', () => {
   it('queued candidates wait in creation order; a release wakes only the next in line', async () => {
     const lock = uniqueLock('queue');
     const [ha, hb, hc, hd] = [await handle(), await handle(), await handle(), await handle()];
-    const ra = await ha.write(lock, null, acquire('a'));
+    const ra = await ha.queue!.campaign(lock, acquire('a'));
     assert.ok(ra.ok);
     const queued = [];
     for (const [h, who] of [[hb, 'b'], [hc, 'c'], [hd, 'd']] as const) {
-      const r = await h.write(lock, null, acquire(who));
+      const r = await h.queue!.campaign(lock, acquire(who));
       assert.equal(r.ok, false);
       assert.equal(!r.ok && r.current?.holder, 'a');
       queued.push(r);
@@ -239,9 +239,9 @@ describe('etcd: queueing', () => {
     await waitFor(() => calls.b > 0, 3000, 'b woken');
     await sleep(400);
     assert.equal(calls.c + calls.d, 0, 'c and d watch only their predecessors');
-    assert.equal(await hb.read(lock), null, "b's own unclaimed key reads as free to b");
+    assert.equal((await hb.read(lock))?.holder, 'b', "b's own unclaimed key reads as b's, to b too");
     assert.equal((await hc.read(lock))?.holder, 'b', 'and as b to everyone else');
-    const rb = await hb.write(lock, null, acquire('b'));
+    const rb = await hb.queue!.campaign(lock, acquire('b'));
     assert.ok(rb.ok, 'b claims at once');
     assert.ok(rb.record.term > ra.record.term);
 
@@ -249,7 +249,7 @@ describe('etcd: queueing', () => {
     await waitFor(() => calls.c > 0, 3000, 'c woken');
     await sleep(400);
     assert.equal(calls.d, 0);
-    const rc = await hc.write(lock, null, acquire('c'));
+    const rc = await hc.queue!.campaign(lock, acquire('c'));
     assert.ok(rc.ok);
     assert.ok(rc.record.term > rb.record.term);
   });
@@ -262,7 +262,7 @@ describe('etcd: queueing', () => {
     electors.push(leader);
     leader.start();
     await leader.elected();
-    const q = await hb.write(lock, null, acquire('queued'));
+    const q = await hb.queue!.campaign(lock, acquire('queued'));
     assert.equal(q.ok, false);
     let woken = 0;
     hb.watch!(lock, () => woken++);
@@ -277,7 +277,7 @@ describe('etcd: queueing', () => {
     await leader.stop();
     await waitFor(() => woken > 0, 6000, 'the queued candidate woken by the expiry');
     assert.ok(Date.now() - stoppedAt >= TIMING.leaseDurationMs - 500, 'not before the lease could expire');
-    const won = await hb.write(lock, null, acquire('queued'));
+    const won = await hb.queue!.campaign(lock, acquire('queued'));
     assert.ok(won.ok);
   });
 
@@ -300,10 +300,10 @@ describe('etcd: queueing', () => {
   it('a queued candidate whose elector stops gives up its place', async () => {
     const lock = uniqueLock('unwatch');
     const [ha, hb] = [await handle(), await handle()];
-    const ra = await ha.write(lock, null, acquire('a'));
+    const ra = await ha.queue!.campaign(lock, acquire('a'));
     assert.ok(ra.ok);
     const off = hb.watch!(lock, () => {});
-    assert.equal((await hb.write(lock, null, acquire('b'))).ok, false);
+    assert.equal((await hb.queue!.campaign(lock, acquire('b'))).ok, false);
     assert.equal((await keysUnder(`${lock}/`)).length, 2);
     off();
     await waitFor(async () => (await keysUnder(`${lock}/`)).length === 1, 3000, "b's key revoked");
@@ -330,7 +330,7 @@ describe('etcd: URLs and failures', () => {
     const s = await openStore(`${server.url}/?prefix=team-a/`);
     stores.push(s);
     assert.equal(s.kind, 'etcd');
-    assert.ok((await s.write(lock, null, acquire('p'))).ok);
+    assert.ok((await s.queue!.campaign(lock, acquire('p'))).ok);
     assert.equal((await keysUnder(`team-a/${lock}/`)).length, 1);
     assert.ok((await s.list!()).some((r) => r.lock === lock && r.holder === 'p'));
     const plain = await handle();
@@ -348,7 +348,7 @@ describe('etcd: URLs and failures', () => {
       const good = await open(`etcd://root:s3cr%25t@127.0.0.1:${secured.port}`);
       const bad = await open(`etcd://root:nope@127.0.0.1:${secured.port}`);
       try {
-        assert.ok((await good.write('authed', null, acquire('a'))).ok);
+        assert.ok((await good.queue!.campaign('authed', acquire('a'))).ok);
         assert.equal((await good.read('authed'))?.holder, 'a');
         await assert.rejects(bad.read('authed'), (err: Error) => err instanceof StoreUnavailableError && !err.message.includes('\n'));
       } finally {
@@ -373,11 +373,11 @@ describe('etcd: URLs and failures', () => {
       s.watch(lock, (r) => seen.push(r));
       for (let i = 0; i < 10; i++) {
         const started = Date.now();
-        const r = await s.write(`${lock}-${i}`, null, acquire('multi'));
+        const r = await s.queue!.campaign(`${lock}-${i}`, acquire('multi'));
         assert.ok(r.ok, `write ${i}`);
         assert.ok(Date.now() - started < 3 * 400 + 1000, `write ${i} took ${Date.now() - started} ms`);
       }
-      assert.ok((await (await handle()).write(lock, null, acquire('other'))).ok);
+      assert.ok((await (await handle()).queue!.campaign(lock, acquire('other'))).ok);
       await waitFor(() => seen.length > 0, 6000, 'a notification through the working endpoint');
       assert.ok(accepted.length > 0, 'the silent endpoint was tried (hosts are shuffled per call)');
     } finally {

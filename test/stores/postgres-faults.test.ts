@@ -57,7 +57,7 @@ describe('postgres faults', () => {
     await admin.connect();
     try {
       const heard: { record: unknown; live: boolean }[] = [];
-      const stop = store.watch('feedcut', (record) => heard.push({ record, live: store.watchLive }));
+      const stop = store.watch!('feedcut', (record) => heard.push({ record, live: store.watchLive }));
       await waitFor(() => store.watchLive, 5_000, 'LISTEN in place');
       const { rows } = await admin.query(`SELECT count(pg_terminate_backend(pid))::int AS cut FROM pg_stat_activity WHERE application_name = 'feedcut'`);
       assert.ok(rows[0].cut >= 1, 'the LISTEN session was cut');

@@ -102,7 +102,7 @@ describe('postgres: URL options', () => {
       const s = await openStore(`${scheme}://postgres@127.0.0.1:${server.port}/postgres?table=opened_${scheme}`);
       try {
         assert.equal(s.kind, 'postgres');
-        assert.deepEqual({ ...s.capabilities }, { notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
+        assert.deepEqual({ ...s.capabilities }, { serverExpiry: false });
         assert.equal(await s.read('nothing-here'), null);
       } finally {
         await s.close();
@@ -288,10 +288,9 @@ describe('postgres: notification', () => {
     }
   });
 
-  it('listen=false: no notify capability and no LISTEN session', async () => {
+  it('listen=false: no watch member and no LISTEN session', async () => {
     const s = store('?listen=false');
-    assert.equal(s.capabilities.notify, false);
-    s.watch!(lockName('quiet'), () => {})();
+    assert.equal(s.watch, undefined, 'no watch without LISTEN: electors poll');
     await s.read('x');
     assert.equal(s.listening, false);
   });

@@ -75,7 +75,7 @@ export function register(program: Command): void {
 
 /** cronSection adds the last cron slots and their outcome to `baton status`. */
 const cronSection: StatusSection = async (store, lock, json) => {
-  if (!store.capabilities.ledger || !store.ledger) return undefined;
+  if (!store.ledger) return undefined;
   const statuses = await readCronStatuses(store.ledger, lock);
   if (statuses.length === 0) return undefined;
   return {

@@ -21,7 +21,7 @@ export interface PostgresTuning {
   statementTimeoutMs: number;
   /** Client-side limit per query, so a frozen server cannot hang a call. Default 6 s. */
   queryTimeoutMs: number;
-  /** LISTEN for changes on a dedicated session (the notify capability). Default true. */
+  /** LISTEN for changes on a dedicated session (without it the store has no `watch`). Default true. */
   listen: boolean;
   /** How often the LISTEN session is probed, so a dead one is replaced. Default 5 s. */
   heartbeatMs: number;

@@ -89,7 +89,9 @@ export class PostgresStore implements LeaseStore {
     }
     this.onError = onError ?? (() => {});
     this.conn = new PgConnection(conn, this.tuning, (err) => this.onError(unavailable(err, this.conn.where)));
-    this.capabilities = Object.freeze({ notify: this.tuning.listen, batchRenew: true, list: true, serverExpiry: false, ledger: true });
+    this.capabilities = Object.freeze({ serverExpiry: false });
+    // Without LISTEN there is no change feed: no `watch`, and electors poll.
+    if (this.tuning.listen) this.watch = (lock, listener) => this.watchLock(lock, listener);
     this.ledger = this.makeLedger();
   }
 
@@ -157,7 +159,10 @@ export class PostgresStore implements LeaseStore {
     return (await this.run((s) => s.list, [])).map((row) => toRecord(row as unknown as LeaseRow));
   }
 
-  watch(lock: string, listener: WatchListener): () => void {
+  /** watch is present unless the store was opened with `listen=false` (see watchLock). */
+  readonly watch?: (lock: string, listener: WatchListener) => () => void;
+
+  private watchLock(lock: string, listener: WatchListener): () => void {
     if (this.closed) throw new StoreClosedError('postgres');
     const remove = this.watchers.add(lock, listener);
     this.startFeed();

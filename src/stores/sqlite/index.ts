@@ -63,7 +63,7 @@ interface Row {
 /** SqliteStore keeps leases in one SQLite file (see the header comment for the schema). */
 export class SqliteStore implements LeaseStore {
   readonly kind = 'sqlite';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: false, ledger: true });
+  readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: false });
   readonly path: string;
   readonly ledger: Ledger;
   private readonly db: SqlDatabase;

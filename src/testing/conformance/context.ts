@@ -1,4 +1,4 @@
-import type { LeaseStore, LeaseWrite, StoreCapabilities } from '../../core/store.js';
+import type { LeaseStore, LeaseWrite, StoreCapabilities, WriteResult } from '../../core/store.js';
 
 /** ConformanceOptions describes the store under test to the conformance suite. */
 export interface ConformanceOptions {
@@ -36,6 +36,14 @@ export function acquireWrite(holder: string, leaseDurationMs = 5_000, transition
     stepDownRequested: false,
     metadata: { hostname: 'conformance', pid: process.pid },
   };
+}
+
+/**
+ * acquire acquires `lock` as an elector would on either kind of store: a compare-and-set on
+ * `expected` (create-if-absent when null), or, on a queue store, a campaign.
+ */
+export function acquire(store: LeaseStore, lock: string, expected: string | null, write: LeaseWrite): Promise<WriteResult> {
+  return store.queue ? store.queue.campaign(lock, write) : store.write(lock, expected, write);
 }
 
 /** keepWrite builds a renewal (or, with holder null, a release) of an existing record. */

@@ -2,7 +2,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector, type ElectedEvent } from '../../core/elector.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
 /** Short timings scaled from the store's shortest supported lease. */
 function timing(minLeaseMs: number) {
@@ -75,7 +75,7 @@ export function electionTests(o: ConformanceOptions, caps: { notify: boolean; se
       for (let i = 0; i < 4; i++) {
         const s = await handles.get();
         const cur = await s.read(lock);
-        const r = await s.write(lock, cur ? (cur.holder === null ? cur.revision : null) : null, acquireWrite(`h${i}`));
+        const r = await acquire(s, lock, cur ? (cur.holder === null ? cur.revision : null) : null, acquireWrite(`h${i}`));
         assert.ok(r.ok, `acquisition ${i}`);
         terms.push(r.record.term);
         assert.ok((await s.write(lock, r.record.revision, keepWrite(null))).ok, `release ${i}`);
@@ -85,7 +85,7 @@ export function electionTests(o: ConformanceOptions, caps: { notify: boolean; se
         await o.restart();
         const s = await handles.get();
         const cur = await waitFor(async () => ({ r: await s.read(lock).catch(() => undefined) }), 20_000, 'store back');
-        const r = await s.write(lock, cur.r ? cur.r.revision : null, acquireWrite('after-restart'));
+        const r = await acquire(s, lock, cur.r ? cur.r.revision : null, acquireWrite('after-restart'));
         assert.ok(r.ok);
         terms.push(r.record.term);
       }

@@ -67,6 +67,18 @@ export function recordTests(o: ConformanceOptions, caps: { batchRenew: boolean; 
       assert.equal((await b.read(lock))?.holder, 'alice');
     });
 
+    it('a stale expected on a free lock is refused', async () => {
+      const lock = uniqueLock('stale-free');
+      const first = await a.write(lock, null, acquireWrite('alice'));
+      assert.ok(first.ok);
+      assert.ok((await a.write(lock, first.record.revision, keepWrite(null))).ok);
+      // The lock is free now, at another revision (or gone): the old revision must not win it.
+      const stale = await b.write(lock, first.record.revision, acquireWrite('bob', 5000, 2));
+      assert.equal(stale.ok, false);
+      const after = await b.read(lock);
+      assert.ok(after === null || after.holder === null, 'the lock is still free');
+    });
+
     it('concurrent acquisitions of a released lease: exactly one wins', async () => {
       const lock = uniqueLock('cas-race');
       const first = await a.write(lock, null, acquireWrite('alice'));
