@@ -1,21 +1,15 @@
 import { storeConformanceSuite, type ConformanceOptions } from '../../../src/testing/index.js';
 import { freePort } from '../../../infra/servers/index.js';
-import { after } from 'node:test';
-import { PartitionProxy } from '../../../chaos/proxy.js';
 import { openDynamoStore } from '../../../src/stores/dynamodb/index.js';
 import { openOn, startDynalite } from './dynalite.js';
 
-// A real dynalite (DynamoDB API on LevelDB) in its own process, data on disk; handles reach it
-// through a TCP proxy that can reset every connection (cutConnections).
+// A real dynalite (DynamoDB API on LevelDB) in its own process, data on disk. Connection cuts
+// are tested in faults.test.ts (through a resetting proxy).
 const server = await startDynalite();
-const proxy = new PartitionProxy(server.port);
-await proxy.listen();
-after(() => proxy.close());
-const viaProxy = () => openDynamoStore({ table: 'baton', endpoint: `http://127.0.0.1:${proxy.port}`, region: 'us-east-1', timeoutMs: 1_000 });
 
 const options = {
   name: 'dynamodb',
-  makeStore: viaProxy,
+  makeStore: () => openOn(server),
   restart: () => server.restart(),
   // The fault hooks of the extended suite; a suite without them ignores the field.
   faults: {
@@ -24,10 +18,6 @@ const options = {
     start: async () => void (await server.start()),
     freeze: async () => server.pause(),
     thaw: async () => server.resume(),
-    cutConnections: async () => {
-      proxy.cut('reset');
-      proxy.heal();
-    },
     deleteRecord: async (lock: string) => {
       const store = await openOn(server);
       try {
