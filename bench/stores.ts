@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { DynaliteServer, EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { dynaliteCounter, etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, dynaliteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -34,6 +34,8 @@ export interface StoreKind {
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
   start(dir: string): Promise<BenchStore>;
+  /** A URL the store's parser accepts without any environment. Default `<scheme>://127.0.0.1:1`. */
+  readonly probeUrl?: string;
 }
 
 /** STORE_KINDS lists every store the bench runs, in report order. */
@@ -44,10 +46,15 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
   // No change feed: standbys poll one consistent GetItem per retry period.
   { name: 'dynamodb', scheme: 'dynamodb', notifies: false, start: startDynalite },
+  // No change notification in Blob Storage: standbys poll.
+  { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
+  { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
+  { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
+  // By scheme, not by parsing a sample URL: some stores' URLs need more than a host (mysql: a database).
   return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
@@ -129,6 +136,65 @@ async function startEtcd(): Promise<BenchStore> {
   };
 }
 
+/**
+ * startAzurite: baton and the peers reach azurite through the counting proxy (`?endpoint=`); the
+ * connection string is exported for the bench's child processes.
+ */
+async function startAzurite(): Promise<BenchStore> {
+  const server = await started(new AzuriteServer());
+  const counter = await azuriteCounter(server.port);
+  process.env.AZURE_STORAGE_CONNECTION_STRING = server.connectionString;
+  const endpoint = `http://127.0.0.1:${counter.port}/devstoreaccount1`;
+  const { version } = createRequire(import.meta.url)('azurite/package.json') as { version: string };
+  return {
+    name: 'azblob',
+    url: `azblob://bench?endpoint=${encodeURIComponent(endpoint)}`,
+    serverVersion: `azurite ${version} (blob service)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function started<T extends ManagedServer>(server: T): Promise<T> {
+  await server.start();
+  return server;
+}
+
+async function startNats(): Promise<BenchStore> {
+  const server = await started(new NatsServer());
+  const varz = await server.varz();
+  const monitor = `http://127.0.0.1:${server.monitorPort}`;
+  const counter = await natsCounter(monitor);
+  return {
+    name: 'nats',
+    url: server.url,
+    serverVersion: `nats-server ${String(varz.version ?? '?')} (JetStream, file storage, single server)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startMysql(): Promise<BenchStore> {
+  const server = await started(new MariaDBServer());
+  const counter = await mysqlCounter(server.url);
+  return {
+    name: 'mysql',
+    url: server.url,
+    serverVersion: `MariaDB ${server.sql('SELECT VERSION()').trim()} (InnoDB, private instance)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
 /** LOOPBACK_AWS_ENV keeps the SDK (in this process and the bench's children) on loopback. */
 const LOOPBACK_AWS_ENV = {
   AWS_ACCESS_KEY_ID: 'baton-bench',
@@ -154,9 +220,4 @@ async function startDynalite(): Promise<BenchStore> {
       await server.stop();
     },
   };
-}
-
-async function started<T extends ManagedServer>(server: T): Promise<T> {
-  await server.start();
-  return server;
 }
