@@ -35,7 +35,7 @@ test('CLI: watch-termination hands over a dynamodb lease from a running `baton r
     assert.equal(out.locks[0].outcome, 'released');
     assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
     const h = await holder.done;
-    assert.equal(h.code, 75, 'baton run stopped its command: it stepped down');
+    assert.equal(h.code, 79, 'baton run stopped its command and exited 79 (leaving: do not restart)');
     const status = await runBaton(['status', '--lock', 'cron', '--json'], { ...env, AWS_REGION: fake.region });
     assert.equal(status.code, 0, status.stderr);
     const record = JSON.parse(status.stdout) as { holder: string | null; term: number };
