@@ -277,3 +277,24 @@ export async function mysqlCounter(url: string): Promise<ServerCounter> {
     },
   };
 }
+
+/**
+ * dynaliteCounter reads the request counts the dynalite process keeps by DynamoDB operation
+ * (infra/servers/dynalite-main.mjs): every HTTP request the server received, which is what
+ * DynamoDB bills and throttles per call. The bench's own probes go to the same server, so the
+ * idle measurement is differential, as for etcd.
+ */
+export async function dynaliteCounter(statsUrl: string): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => {
+    const body = (await (await fetch(statsUrl)).json()) as Record<string, number>;
+    return new Map(Object.entries(body).filter(([, n]) => n > 0));
+  };
+  return {
+    source: 'dynalite request counter (API calls received, by X-Amz-Target operation, counted in the server process)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}

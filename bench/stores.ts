@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { azuriteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, dynaliteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -44,6 +44,8 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // No change feed: standbys poll one consistent GetItem per retry period.
+  { name: 'dynamodb', scheme: 'dynamodb', notifies: false, start: startDynalite },
   // No change notification in Blob Storage: standbys poll.
   { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
   { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
@@ -185,6 +187,33 @@ async function startMysql(): Promise<BenchStore> {
     name: 'mysql',
     url: server.url,
     serverVersion: `MariaDB ${server.sql('SELECT VERSION()').trim()} (InnoDB, private instance)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+/** LOOPBACK_AWS_ENV keeps the SDK (in this process and the bench's children) on loopback. */
+const LOOPBACK_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: 'baton-bench',
+  AWS_SECRET_ACCESS_KEY: 'baton-bench',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/nonexistent/baton-aws-config',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/baton-aws-credentials',
+} as const;
+
+async function startDynalite(): Promise<BenchStore> {
+  Object.assign(process.env, LOOPBACK_AWS_ENV);
+  const server = await started(new DynaliteServer());
+  const version = String((createRequire(import.meta.url)('dynalite/package.json') as { version: string }).version);
+  const counter = await dynaliteCounter(server.statsUrl);
+  return {
+    name: 'dynamodb',
+    url: server.url('baton'),
+    endpoint: server.endpoint,
+    serverVersion: `dynalite ${version} (DynamoDB API on LevelDB; stands in for DynamoDB)`,
     counter,
     async stop() {
       await counter.close();

@@ -191,7 +191,8 @@ export function check(
     max: round1(Math.max(...rttSamples, 0)),
     samples: rttSamples.length,
   };
-  const boundMs = round1(timing.leaseDurationMs + timing.retryPeriodMs + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
+  // A standby that polls (no notifications) may wait up to pollMs between looks, not retryPeriod.
+  const boundMs = round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
 
   // 7. Leaderless gaps. While the store itself is broken nobody can lead, so a gap that a store
   //    fault overlaps is charged to it and timed from its heal; any other gap is charged to the

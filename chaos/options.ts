@@ -82,7 +82,12 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     durationMs: parseDuration(text('duration')!, '--duration'),
     faults: parseFaults(text('faults')!, kind),
     seed,
-    timing: { leaseDurationMs: timing.leaseDurationMs, renewDeadlineMs: timing.renewDeadlineMs, retryPeriodMs: timing.retryPeriodMs },
+    timing: {
+      leaseDurationMs: timing.leaseDurationMs,
+      renewDeadlineMs: timing.renewDeadlineMs,
+      retryPeriodMs: timing.retryPeriodMs,
+      ...(kind.polls ? { pollMs: Math.round(timing.retryPeriodMs * (1 + timing.jitterFactor)) } : {}),
+    },
     writeEveryMs,
     json: text('json'),
     keepLogs: o.keepLogs === true,

@@ -10,7 +10,7 @@
  * file through the local filesystem — there is no network path to cut.
  */
 import { join } from 'node:path';
-import { AzuriteServer, etcdCluster, EtcdServer, MariaDBServer, type ManagedServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, MariaDBServer, type ManagedServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -19,6 +19,11 @@ export interface ChaosTiming {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /**
+   * For a store whose standbys learn of changes only by polling: the longest wait between two
+   * polls, retry × (1 + jitter). The leaderless-gap bound uses it in place of the retry period.
+   */
+  pollMs?: number;
 }
 
 /** RunningStore is a started store server (or file) the harness can break and mend. */
@@ -47,6 +52,8 @@ export interface ChaosStoreKind {
   readonly scheme: string;
   /** Whether candidates reach it over TCP (partitions apply). */
   readonly network: boolean;
+  /** Whether standbys learn of changes only by polling (no notifications): see ChaosTiming.pollMs. */
+  readonly polls?: boolean;
   /** Default timing for runs on this store. */
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
@@ -75,6 +82,9 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
+  // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
+  // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
+  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite },
   // A three-member etcd cluster: the store fault kills one member (the next one each time) or
   // freezes it; the cluster keeps a quorum, so leadership must continue or move within the bound.
   'etcd-cluster': {
@@ -104,15 +114,17 @@ export function isRegistered(kind: ChaosStoreKind): boolean {
   return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
-async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {
+/** startServer starts a network store's server; `urlAt` builds its URL for a port when `server.url` cannot be rewritten by port. */
+async function startServer(server: ManagedServer & { url: string | ((...args: never[]) => string) }, urlAt?: (port: number) => string): Promise<RunningStore> {
   await server.start();
   // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
   let stopped = false;
   return {
-    url: server.url,
+    url: urlAt ? urlAt(server.port) : String(server.url),
     port: server.port,
     urlVia(port) {
-      const u = new URL(server.url);
+      if (urlAt) return urlAt(port);
+      const u = new URL(String(server.url));
       u.port = String(port);
       return u.toString();
     },
@@ -134,6 +146,22 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
       return server.stop();
     },
   };
+}
+
+/** DYNALITE_AWS_ENV keeps the AWS SDK of every candidate on loopback: static test credentials, no metadata service. */
+export const DYNALITE_AWS_ENV = {
+  AWS_ACCESS_KEY_ID: 'baton-chaos',
+  AWS_SECRET_ACCESS_KEY: 'baton-chaos',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/nonexistent/baton-aws-config',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/baton-aws-credentials',
+} as const;
+
+async function startDynalite(): Promise<RunningStore> {
+  // Candidates inherit this process's environment.
+  Object.assign(process.env, DYNALITE_AWS_ENV);
+  const urlAt = (port: number) => `dynamodb://baton?endpoint=${encodeURIComponent(`http://127.0.0.1:${port}`)}&region=us-east-1&timeout=400`;
+  return startServer(new DynaliteServer(), urlAt);
 }
 
 async function startEtcdCluster(): Promise<RunningStore> {

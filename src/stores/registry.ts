@@ -8,6 +8,7 @@
 import { InvalidConfigError } from '../core/errors.js';
 import type { LeaseStore } from '../core/store.js';
 import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor.js';
+import { dynamodbStore } from './dynamodb/descriptor.js';
 import { azblobStore } from './azblob/descriptor.js';
 import { etcdStore } from './etcd/descriptor.js';
 import { k8sStore } from './k8s/descriptor.js';
@@ -20,10 +21,10 @@ import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore, dynamodbStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['dynamodb', 'zk'];
+const PLANNED = ['zk'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);

@@ -144,6 +144,14 @@ new LeaderElector({ store: await openStore('memory:'), lock: 'ts', leaseDuration
     assert.match(lines[0]!, /npm install pg/);
   });
 
+  test('the DynamoDB store without its SDK: one line naming the npm install, exit 78', () => {
+    const r = run(NODE, [join(project, 'node_modules', '.bin', 'baton'), 'status', '--store', 'dynamodb://leases?region=us-east-1&endpoint=http%3A%2F%2F127.0.0.1%3A1']);
+    assert.equal(r.status, 78, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /npm install @aws-sdk\/client-dynamodb/);
+  });
+
   test('the azblob store without @azure/storage-blob: one line naming the npm install, exit 78', () => {
     const r = spawnSync(NODE, [join(project, 'node_modules', '.bin', 'baton'), 'status', '--store', 'azblob://leases'], {
       cwd: project,
