@@ -140,7 +140,9 @@ export function check(
     maxTerm = Math.max(maxTerm, l.term);
     const prev = byAcquisition[i - 1];
     if (!prev || prev.electedAt > windowEnd) return;
-    const margin = l.acquireStart - Math.min(prev.deadline, prev.believedEnd);
+    // On a queue store the winning call began while the candidate waited in line (the server
+    // made it leader during the call): judge the handover from when the call returned.
+    const margin = (timing.queue ? l.electedAt : l.acquireStart) - Math.min(prev.deadline, prev.believedEnd);
     minHandoverMarginMs = Math.min(minHandoverMarginMs, margin);
     if (margin < 0) handoversTooEarly.push({ from: `${prev.identity}#${prev.term}`, to: `${l.identity}#${l.term}`, marginMs: round1(margin), atMs: rel(l.acquireStart) });
   });

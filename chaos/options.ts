@@ -87,6 +87,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
       renewDeadlineMs: timing.renewDeadlineMs,
       retryPeriodMs: timing.retryPeriodMs,
       ...(kind.polls ? { pollMs: Math.round(timing.retryPeriodMs * (1 + timing.jitterFactor)) } : {}),
+      ...(kind.queue ? { queue: true } : {}),
     },
     writeEveryMs,
     json: text('json'),

@@ -24,6 +24,11 @@ export interface ChaosTiming {
    * polls, retry × (1 + jitter). The leaderless-gap bound uses it in place of the retry period.
    */
   pollMs?: number;
+  /**
+   * For a queue store (etcd, ZooKeeper): a candidate waits in line, and the call that finds it
+   * at the front began while it waited — so a handover is judged from when that call returned.
+   */
+  queue?: boolean;
 }
 
 /** RunningStore is a started store server (or file) the harness can break and mend. */
@@ -54,6 +59,8 @@ export interface ChaosStoreKind {
   readonly network: boolean;
   /** Whether standbys learn of changes only by polling (no notifications): see ChaosTiming.pollMs. */
   readonly polls?: boolean;
+  /** Whether it is a queue store (see ChaosTiming.queue). */
+  readonly queue?: boolean;
   /** Default timing for runs on this store. */
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
@@ -79,6 +86,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     name: 'etcd',
     scheme: 'etcd',
     network: true,
+    queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
@@ -91,6 +99,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     name: 'etcd-cluster',
     scheme: 'etcd',
     network: false,
+    queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: startEtcdCluster,
   },
