@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
+import { registeredStores } from '../src/stores/registry.js';
 import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
@@ -46,12 +46,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
-  try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
-    return true;
-  } catch {
-    return false;
-  }
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startSqlite(dir: string): Promise<BenchStore> {

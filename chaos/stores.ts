@@ -8,10 +8,16 @@
  * exclusive write transaction on the database file (`lock`), which is what another process
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
+ *
+ * Kubernetes runs against the fake API server (infra/fakes/k8s-api.ts, a fake because no
+ * kube-apiserver can run here). Its store URL names a kubeconfig, and a kubeconfig names the
+ * server's address, so each partition proxy gets its own kubeconfig naming the proxy's port
+ * (the server certificate is for IP 127.0.0.1, whatever the port).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
+import { EtcdServer, K8sFakeServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
 /** ChaosTiming is the elector timing a run uses: short, so runs see many failovers. */
@@ -71,30 +77,44 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
+  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake },
 });
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
-  try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
-    return true;
-  } catch {
-    return false;
-  }
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startServer(server: ManagedServer & { url: string }): Promise<RunningStore> {
   await server.start();
+  return running(server, server.url, (port) => {
+    const u = new URL(server.url);
+    u.port = String(port);
+    return u.toString();
+  });
+}
+
+async function startK8sFake(): Promise<RunningStore> {
+  const server = new K8sFakeServer();
+  await server.start();
+  const kubeconfig = readFileSync(server.kubeconfig, 'utf8');
+  const direct = `server: ${server.server}`;
+  if (!kubeconfig.includes(direct)) throw new Error(`the fake's kubeconfig does not name ${server.server}`);
+  return running(server, server.url(), (port) => {
+    const path = join(server.dir, `kubeconfig-via-${port}`);
+    writeFileSync(path, kubeconfig.replace(direct, `server: https://127.0.0.1:${port}`));
+    return `k8s://default?kubeconfig=${encodeURIComponent(path)}`;
+  });
+}
+
+/** running is a started managed server as the harness breaks and mends it (restart or freeze). */
+function running(server: ManagedServer, url: string, urlVia: (port: number) => string): RunningStore {
   // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
   let stopped = false;
   return {
-    url: server.url,
+    url,
     port: server.port,
-    urlVia(port) {
-      const u = new URL(server.url);
-      u.port = String(port);
-      return u.toString();
-    },
+    urlVia,
     faultVariants: ['restart', 'freeze'],
     async breakStore(variant) {
       if (variant !== 'freeze') return server.kill();
