@@ -10,6 +10,8 @@
  *   track_utility is on), optionally for one role only; the bench's own reads are left out.
  * - etcd: `/metrics` `grpc_server_msg_received_total` per gRPC method — a unary call is one
  *   message, and every message on a stream (a lease keepalive, a watch create) is one more.
+ * - Kubernetes (the fake API server): its GET /fake/stats, requests served by verb (get, list,
+ *   watch, create, update); a watch is one request however many events it carries.
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
@@ -178,6 +180,20 @@ export async function etcdCounter(endpoint: string): Promise<ServerCounter> {
   };
   return {
     source: 'etcd /metrics grpc_server_msg_received_total (gRPC messages per method: unary calls and stream messages)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}
+
+/** k8sCounter reads the fake API server's own request counts (see infra/fakes/k8s-api.ts). */
+export async function k8sCounter(counts: () => Promise<Record<string, number>>): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => new Map(Object.entries(await counts()));
+  await snapshot(); // fails here, at start, if the server has no counter
+  return {
+    source: 'fake API server GET /fake/stats (HTTP requests served by verb; a watch is one request)',
     perRole: false,
     async begin() {
       return { snapshot, end: async () => {} };

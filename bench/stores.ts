@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, K8sFakeServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { etcdCounter, k8sCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -42,6 +42,9 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // A fake API server (no kube-apiserver can run here): figures show baton's request pattern,
+  // not a real control plane's latency.
+  { name: 'k8s', scheme: 'k8s', notifies: true, start: startK8sFake },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
@@ -130,4 +133,19 @@ async function startEtcd(): Promise<BenchStore> {
 async function started<T extends ManagedServer>(server: T): Promise<T> {
   await server.start();
   return server;
+}
+
+async function startK8sFake(): Promise<BenchStore> {
+  const server = await started(new K8sFakeServer());
+  const counter = await k8sCounter(() => server.requestCounts());
+  return {
+    name: 'k8s',
+    url: server.url(),
+    serverVersion: 'fake Kubernetes API server (infra/fakes/k8s-api.ts: HTTPS, Leases, state file written on every change)',
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
 }

@@ -7,6 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
@@ -54,6 +55,25 @@ export class K8sFakeServer extends ManagedServer {
   /** slowWrites makes the server hold every write for `ms` before applying it (0: no more). */
   async slowWrites(ms: number): Promise<void> {
     this.admin(`/fake/slow?ms=${ms}`);
+  }
+
+  /** requestCounts is the server's own count of the requests it served, by verb (GET /fake/stats). */
+  requestCounts(): Promise<Record<string, number>> {
+    return new Promise((resolve, reject) => {
+      const req = https.get(`${this.server}/fake/stats`, { ca: this.ca, headers: { authorization: `Bearer ${this.token}` }, timeout: 5000 }, (res) => {
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () => {
+          try {
+            resolve((JSON.parse(text) as { requests: Record<string, number> }).requests);
+          } catch {
+            reject(new Error(`k8s fake: /fake/stats answered ${res.statusCode}: ${text.slice(0, 200)}`));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('k8s fake: /fake/stats timed out')));
+      req.on('error', reject);
+    });
   }
 
   private admin(path: string): void {
