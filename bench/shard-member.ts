@@ -4,7 +4,8 @@
  *
  * It opens the store and prints `ready`, and joins the group only on `go` (so a join is timed
  * from the moment the member starts, not from Node's own start-up). It prints `acquired` and
- * `released` for every shard it takes or gives up. `count` answers with a `count` line: store
+ * `released` for every shard it takes or gives up, and `members` whenever the live membership it
+ * sees changes. `count` answers with a `count` line: store
  * calls so far (and SQL statements, for SQLite) and CPU time; `stop` leaves the group and exits.
  */
 import { createInterface } from 'node:readline';
@@ -48,6 +49,8 @@ const group = new ShardGroup({
 });
 group.on('acquired', ({ shard }) => emit({ ev: 'acquired', t: monoMs(), shard }));
 group.on('released', ({ shard, reason }) => emit({ ev: 'released', t: monoMs(), shard, reason }));
+// A member seen leaving and coming back (a late heartbeat) moves shards twice: count such views.
+group.on('members', (view) => emit({ ev: 'members', t: monoMs(), live: view.live.length }));
 group.on('storeError', (err) => {
   storeErrors++;
   lastError = err.message;

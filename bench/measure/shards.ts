@@ -37,6 +37,8 @@ interface Member {
   child: BenchChild;
   owned: Set<number>;
   alive: boolean;
+  /** The size of the membership this member last said it sees. */
+  lastView: number;
 }
 
 type Count = ChildEvent & { identity: string; calls: number; sql: number; cpuMs: number; storeErrors: number; lastError: string; rssMb: number };
@@ -55,19 +57,27 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
   const members: Member[] = [];
   let lastChange = monoMs();
   let acquisitions = 0;
+  /** Views in which a member saw the membership shrink (after a kill: once per survivor; after a join: a live member taken for dead). */
+  let shrunkViews = 0;
   const spawnMember = (i: number): Member => {
     const identity = `m${String(i).padStart(2, '0')}`;
     const child = spawnBench('shard-member.ts', {
       BENCH_SHARD_MEMBER: JSON.stringify({ storeUrl: s.store.url, group, shards, identity, ...SHARD_TIMING }),
     });
-    const m: Member = { identity, child, owned: new Set(), alive: true };
+    const m: Member = { identity, child, owned: new Set(), alive: true, lastView: 0 };
     child.on((e) => {
       if (e.ev === 'acquired') {
         m.owned.add(e.shard as number);
         acquisitions++;
       } else if (e.ev === 'released') {
         m.owned.delete(e.shard as number);
-      } else return;
+      } else {
+        if (e.ev === 'members') {
+          if ((e.live as number) < m.lastView) shrunkViews++;
+          m.lastView = e.live as number;
+        }
+        return;
+      }
       lastChange = Math.max(lastChange, e.t);
     });
     members.push(m);
@@ -178,6 +188,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
       }
       const a = await requests();
       const acquired0 = acquisitions;
+      const shrunk0 = shrunkViews;
       const at = monoMs();
       act();
       const done = await untilBalanced(kind);
@@ -199,7 +210,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
         unit: 'shards',
         value: moved,
         method: `${kind}: shards whose owner differs before and after; acquisitions = every acquire in between`,
-        detail: { event: kind, minimum, acquisitions: acquisitions - acquired0, batonComputed: computed, modulo, releaseEverything: shards },
+        detail: { event: kind, minimum, acquisitions: acquisitions - acquired0, batonComputed: computed, modulo, releaseEverything: shards, membershipShrinksSeen: shrunkViews - shrunk0 },
       });
       ctx.results.add({
         ...common,
@@ -209,7 +220,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
         method: `${session ? s.store.counter!.source : 'SQL statements the members ran (better-sqlite3 wrapper)'}, during the ${kind} rebalance (${round(seconds, 1)} s)`,
         detail: { phase: kind, storeCallsPerS: round((b.calls - a.calls) / seconds, 1), cpuPercentOfOneCore: round(((b.cpuMs - a.cpuMs) / (b.t - a.t)) * 100, 1) },
       });
-      ctx.log(`  baton-${s.kind.name}            ${kind}: balanced in ${round(done - at, 0)} ms; moved ${moved} (minimum ${minimum}, computed ${computed}, modulo ${modulo}, release-everything ${shards}); ${round((b.server - a.server) / seconds, 1)} requests/s`);
+      ctx.log(`  baton-${s.kind.name}            ${kind}: balanced in ${round(done - at, 0)} ms; moved ${moved} (minimum ${minimum}, computed ${computed}, modulo ${modulo}, release-everything ${shards}; ${acquisitions - acquired0} acquisitions; ${shrunkViews - shrunk0} shrinking membership views); ${round((b.server - a.server) / seconds, 1)} requests/s`);
     };
     await change('join');
     await sleep(SHARD_TIMING.retryPeriodMs);

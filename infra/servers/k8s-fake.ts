@@ -6,13 +6,15 @@
  * Like the other managed servers it can be killed, restarted with its data, paused and resumed.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
 
 const FAKE = fileURLToPath(new URL('../fakes/k8s-api.ts', import.meta.url));
+/** LIBFAKETIME is Debian's libfaketime (package faketime), used to backdate the certificates. */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 /** K8sFakeServer: see the header comment. */
 export class K8sFakeServer extends ManagedServer {
@@ -82,20 +84,24 @@ export class K8sFakeServer extends ManagedServer {
   }
 
   protected override async prepare(): Promise<void> {
+    // Backdated by two days where libfaketime is installed (OpenSSL 3.0 has no -not_before): a
+    // real API server's certificate was issued long ago, and a client whose wall clock runs
+    // hours behind (a chaos clock fault) must not find it "not yet valid".
+    const backdate = existsSync(LIBFAKETIME) ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: '-2d' } : {};
     const ssl = (...a: string[]) => {
-      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8' });
+      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8', env: { ...process.env, ...backdate } });
       if (r.status !== 0) throw new Error(`openssl ${a[0]} failed: ${r.stderr}`);
     };
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3', '-subj', '/CN=baton-fake-apiserver-ca',
+    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '5', '-subj', '/CN=baton-fake-apiserver-ca',
       '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
     ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
     writeFileSync(join(this.dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '3', '-extfile', 'server.ext');
+    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '5', '-extfile', 'server.ext');
     // A client certificate for user "baton-cert", signed by the same CA (kubeconfigWithCert).
     ssl('req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=baton-cert/O=baton');
     writeFileSync(join(this.dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
-    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '3', '-extfile', 'client.ext');
+    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '5', '-extfile', 'client.ext');
     const caData = readFileSync(join(this.dir, 'ca.crt')).toString('base64');
     writeFileSync(this.kubeconfig, [
       'apiVersion: v1',
