@@ -33,6 +33,8 @@ export interface StoreKind {
   readonly scheme: string;
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
+  /** The most leases the scale measurement holds on it (a fake server that cannot carry more), with why. */
+  readonly scaleLimit?: { leases: number; why: string };
   start(dir: string): Promise<BenchStore>;
 }
 
@@ -44,7 +46,13 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
   // A fake API server (no kube-apiserver can run here): figures show baton's request pattern,
   // not a real control plane's latency.
-  { name: 'k8s', scheme: 'k8s', notifies: true, start: startK8sFake },
+  {
+    name: 'k8s',
+    scheme: 'k8s',
+    notifies: true,
+    start: startK8sFake,
+    scaleLimit: { leases: 100, why: 'the fake API server rewrites its whole state file on every write, so beyond 100 leases the scale rows would measure the fake' },
+  },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */

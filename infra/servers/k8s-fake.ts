@@ -62,7 +62,7 @@ export class K8sFakeServer extends ManagedServer {
   /** requestCounts is the server's own count of the requests it served, by verb (GET /fake/stats). */
   requestCounts(): Promise<Record<string, number>> {
     return new Promise((resolve, reject) => {
-      const req = https.get(`${this.server}/fake/stats`, { ca: this.ca, headers: { authorization: `Bearer ${this.token}` }, timeout: 5000 }, (res) => {
+      const req = https.get(`${this.server}/fake/stats`, { ca: this.ca, headers: { authorization: `Bearer ${this.token}` }, timeout: 30_000 }, (res) => {
         let text = '';
         res.on('data', (b: Buffer) => (text += b.toString()));
         res.on('end', () => {
