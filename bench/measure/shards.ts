@@ -102,9 +102,17 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
   };
   /** untilBalanced resolves with the monotonic time of the line that made the assignment balanced. */
   const untilBalanced = async (what: string): Promise<number> => {
-    const until = monoMs() + BALANCE_TIMEOUT_MS;
+    const from = monoMs();
+    const until = from + BALANCE_TIMEOUT_MS;
+    let nextReport = from + 10_000;
     for (;;) {
       if (balanced()) return lastChange;
+      if (monoMs() > nextReport) {
+        // A slow convergence is worth seeing as it happens: loads, shards owned, shrinking views.
+        nextReport += 10_000;
+        const loads = live().map((m) => m.owned.size);
+        ctx.log(`    … ${Math.round((monoMs() - from) / 1000)} s after ${what}: loads ${Math.min(...loads)}–${Math.max(...loads)}, ${owners().filter((o) => o !== '').length} of ${shards} owned, ${shrunkViews} shrinking membership views so far`);
+      }
       if (monoMs() > until) {
         const counts = await countAll(live());
         const errors = counts.reduce((n, c) => n + c.storeErrors, 0);
