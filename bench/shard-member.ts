@@ -64,9 +64,10 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     group.start();
   } else if (cmd === 'count') {
     let sql = 0;
-    if (sqlite) for (const n of sqliteStatementSnapshot().values()) sql += n;
+    const statements = sqlite ? Object.fromEntries(sqliteStatementSnapshot()) : {};
+    for (const n of Object.values(statements)) sql += n;
     const cpu = process.cpuUsage();
-    emit({ ev: 'count', t: monoMs(), calls: totalCalls(counted.snapshot()), sql, cpuMs: (cpu.user + cpu.system) / 1000, storeErrors, lastError, rssMb: process.memoryUsage().rss / 2 ** 20 });
+    emit({ ev: 'count', t: monoMs(), calls: totalCalls(counted.snapshot()), sql, statements, cpuMs: (cpu.user + cpu.system) / 1000, storeErrors, lastError, rssMb: process.memoryUsage().rss / 2 ** 20 });
   } else if (cmd === 'stop') {
     void group.stop().finally(async () => {
       await counted.store.close().catch(() => {});

@@ -21,7 +21,7 @@
  */
 import { spawnBench, type BenchChild, type ChildEvent } from '../proc.js';
 import { monoMs, sleep } from '../clock.js';
-import { diffCounts, type CountSession } from '../counters.js';
+import { diffCounts, type CountSession, type Counts } from '../counters.js';
 import { round } from '../stats.js';
 import type { BenchContext, StoreUnderTest } from '../plan.js';
 import { movedShards, nextAssignment, ownerNames, type ShardAssignment } from '../../src/shards/assignment.js';
@@ -41,7 +41,7 @@ interface Member {
   lastView: number;
 }
 
-type Count = ChildEvent & { identity: string; calls: number; sql: number; cpuMs: number; storeErrors: number; lastError: string; rssMb: number };
+type Count = ChildEvent & { identity: string; calls: number; sql: number; statements: Record<string, number>; cpuMs: number; storeErrors: number; lastError: string; rssMb: number };
 
 /** measureShards adds the shard rows for every size of the plan. */
 export async function measureShards(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
@@ -124,13 +124,17 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
   let session: CountSession | undefined;
   // A killed member's counts stay at what it last said (it is killed right after a count).
   const last = new Map<string, Count>();
-  const requests = async (): Promise<{ t: number; server: number; calls: number; cpuMs: number; rssMb: number }> => {
+  const requests = async (): Promise<{ t: number; server: number; byKind: Counts; calls: number; cpuMs: number; rssMb: number }> => {
     for (const c of await countAll(live())) last.set(c.identity, c);
     const counts = [...last.values()];
-    const server = session ? diffCounts(new Map(), await session.snapshot()).total : counts.reduce((n, c) => n + c.sql, 0);
+    const byKind: Counts = new Map();
+    if (session) for (const [k, v] of await session.snapshot()) byKind.set(k, v);
+    else for (const c of counts) for (const [k, v] of Object.entries(c.statements)) byKind.set(k, (byKind.get(k) ?? 0) + v);
+    const server = session ? diffCounts(new Map(), byKind).total : counts.reduce((n, c) => n + c.sql, 0);
     return {
       t: monoMs(),
       server,
+      byKind,
       calls: counts.reduce((n, c) => n + c.calls, 0),
       cpuMs: counts.reduce((n, c) => n + c.cpuMs, 0),
       rssMb: live().reduce((n, m) => n + (last.get(m.identity)?.rssMb ?? 0), 0),
@@ -168,6 +172,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
         storeCallsPerS: round((r1.calls - r0.calls) / restSeconds, 1),
         cpuPercentOfOneCore: round(((r1.cpuMs - r0.cpuMs) / (r1.t - r0.t)) * 100, 1),
         rssMbAllMembers: round(r1.rssMb, 0),
+        perSecondByKind: perSecond(r0.byKind, r1.byKind, restSeconds),
         firstBalanceMs: round(first - t0, 0),
       },
     });
@@ -226,7 +231,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
         unit: 'requests/s',
         value: round((b.server - a.server) / seconds, 1),
         method: `${session ? s.store.counter!.source : 'SQL statements the members ran (better-sqlite3 wrapper)'}, during the ${kind} rebalance (${round(seconds, 1)} s)`,
-        detail: { phase: kind, storeCallsPerS: round((b.calls - a.calls) / seconds, 1), cpuPercentOfOneCore: round(((b.cpuMs - a.cpuMs) / (b.t - a.t)) * 100, 1) },
+        detail: { phase: kind, perSecondByKind: perSecond(a.byKind, b.byKind, seconds), storeCallsPerS: round((b.calls - a.calls) / seconds, 1), cpuPercentOfOneCore: round(((b.cpuMs - a.cpuMs) / (b.t - a.t)) * 100, 1) },
       });
       ctx.log(`  baton-${s.kind.name}            ${kind}: balanced in ${round(done - at, 0)} ms; moved ${moved} (minimum ${minimum}, computed ${computed}, modulo ${modulo}, release-everything ${shards}; ${acquisitions - acquired0} acquisitions; ${shrunkViews - shrunk0} shrinking membership views); ${round((b.server - a.server) / seconds, 1)} requests/s`);
     };
@@ -247,4 +252,10 @@ async function countAll(ms: Member[]): Promise<Count[]> {
       return { ...((await pending) as Count), identity: m.identity };
     }),
   );
+}
+
+/** perSecond is the busiest request kinds between two snapshots, per second. */
+function perSecond(a: Counts, b: Counts, seconds: number): Record<string, number> {
+  const d = diffCounts(a, b).byKind;
+  return Object.fromEntries(Object.entries(d).sort((x, y) => y[1] - x[1]).slice(0, 6).map(([k, v]) => [k, round(v / seconds, 1)]));
 }
