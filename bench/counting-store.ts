@@ -62,6 +62,18 @@ export function countingStore(inner: LeaseStore): CountingStore {
           return inner.list!();
         }
       : undefined,
+    // A queue store's campaign puts the candidate's entry (or reads where it stands) and a
+    // withdrawal deletes it: each is counted as a write, as campaigns were before they had a verb.
+    queue: inner.queue && {
+      campaign: (lock, candidate) => {
+        calls.write++;
+        return inner.queue!.campaign(lock, candidate);
+      },
+      withdraw: (lock, holder) => {
+        calls.write++;
+        return inner.queue!.withdraw(lock, holder);
+      },
+    },
     close: () => inner.close(),
   };
   return { store, calls, snapshot: () => ({ ...calls }) };

@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, K8sFakeServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { AzuriteServer, EtcdServer, K8sFakeServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { etcdCounter, k8sCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -36,6 +36,8 @@ export interface StoreKind {
   /** The most leases the scale measurement holds on it (a fake server that cannot carry more), with why. */
   readonly scaleLimit?: { leases: number; why: string };
   start(dir: string): Promise<BenchStore>;
+  /** A URL the store's parser accepts without any environment. Default `<scheme>://127.0.0.1:1`. */
+  readonly probeUrl?: string;
 }
 
 /** STORE_KINDS lists every store the bench runs, in report order. */
@@ -44,6 +46,10 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // No change notification in Blob Storage: standbys poll.
+  { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
+  { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
+  { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
   // A fake API server (no kube-apiserver can run here): figures show baton's request pattern,
   // not a real control plane's latency.
   {
@@ -57,6 +63,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
+  // By scheme, not by parsing a sample URL: some stores' URLs need more than a host (mysql: a database).
   return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
@@ -138,9 +145,63 @@ async function startEtcd(): Promise<BenchStore> {
   };
 }
 
+/**
+ * startAzurite: baton and the peers reach azurite through the counting proxy (`?endpoint=`); the
+ * connection string is exported for the bench's child processes.
+ */
+async function startAzurite(): Promise<BenchStore> {
+  const server = await started(new AzuriteServer());
+  const counter = await azuriteCounter(server.port);
+  process.env.AZURE_STORAGE_CONNECTION_STRING = server.connectionString;
+  const endpoint = `http://127.0.0.1:${counter.port}/devstoreaccount1`;
+  const { version } = createRequire(import.meta.url)('azurite/package.json') as { version: string };
+  return {
+    name: 'azblob',
+    url: `azblob://bench?endpoint=${encodeURIComponent(endpoint)}`,
+    serverVersion: `azurite ${version} (blob service)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
 async function started<T extends ManagedServer>(server: T): Promise<T> {
   await server.start();
   return server;
+}
+
+async function startNats(): Promise<BenchStore> {
+  const server = await started(new NatsServer());
+  const varz = await server.varz();
+  const monitor = `http://127.0.0.1:${server.monitorPort}`;
+  const counter = await natsCounter(monitor);
+  return {
+    name: 'nats',
+    url: server.url,
+    serverVersion: `nats-server ${String(varz.version ?? '?')} (JetStream, file storage, single server)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startMysql(): Promise<BenchStore> {
+  const server = await started(new MariaDBServer());
+  const counter = await mysqlCounter(server.url);
+  return {
+    name: 'mysql',
+    url: server.url,
+    serverVersion: `MariaDB ${server.sql('SELECT VERSION()').trim()} (InnoDB, private instance)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
 }
 
 async function startK8sFake(): Promise<BenchStore> {

@@ -21,7 +21,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommanderError } from 'commander';
-import { BatonError, ExitCode, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
+import { BatonError, StoreUnavailableError, errorMessage } from '../src/core/errors.js';
+import { ExitCode, exitCodeFor } from '../src/cli/exit-codes.js';
 import { monoMs, sleepMs } from './clock.js';
 import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
 import { checkShardRun } from './shard-check.js';
@@ -29,7 +30,7 @@ import { JsonlWriter, type HarnessEvent } from './events.js';
 import { FaultInjector, WALL_OFFSETS, planFaults, type CandidateLinks } from './faults.js';
 import { Fleet } from './fleet.js';
 import { parseChaosArgs, type ChaosOptions } from './options.js';
-import { PartitionProxy } from './proxy.js';
+import { PartitionProxy } from '../infra/proxy.js';
 import { Random } from './random.js';
 import { RegisterClient } from './register-client.js';
 import { renderReport } from './report.js';
@@ -227,7 +228,7 @@ main().then(
   (code) => process.exit(code),
   async (err) => {
     await runCleanups();
-    const code = err instanceof BatonError ? err.exitCode : ExitCode.software;
+    const code = exitCodeFor(err);
     process.stderr.write(`${errorMessage(err)}\n`);
     process.exit(code);
   },

@@ -36,8 +36,8 @@ export {
   StoreUnavailableError,
   LeaseLostError,
   StoreClosedError,
-  ExitCode,
 } from './core/errors.js';
+export { ExitCode, exitCodeFor } from './cli/exit-codes.js';
 export { instrumentElector, type InstrumentOptions, type ElectorInstrumentation } from './metrics/index.js';
 export { createLeaderServer, type LeaderServer, type LeaderServerOptions, type LeaderView, type TimelineEntry } from './server/index.js';
 export * from './jobs/index.js';

@@ -4,12 +4,10 @@
  * AWS refuses for what it is — missing permission, unknown group or hook, no credentials — is a
  * configuration problem (exit 78). SDK error classes never leave src/aws.
  */
-import { BatonError, ExitCode, InvalidConfigError } from '../core/errors.js';
+import { BatonError, InvalidConfigError } from '../core/errors.js';
 
 /** AwsUnavailableError: AWS (an API or instance metadata) could not be reached (exit 69). */
-export class AwsUnavailableError extends BatonError {
-  override readonly exitCode: number = ExitCode.unavailable;
-}
+export class AwsUnavailableError extends BatonError {}
 
 /** AwsRequestError: AWS refused a request for what it asked (exit 78); `code` is AWS's error code. */
 export class AwsRequestError extends InvalidConfigError {

@@ -1,10 +1,10 @@
 /**
- * Supervisor runs one command under the watchdog (cli/watchdog.ts) for one leadership term and
- * keeps the watchdog's deadlines in step with the elector's renewals.
+ * Supervisor runs one command under the watchdog (cli/watchdog.ts) for one leadership window
+ * and keeps the watchdog's deadlines in step with the window's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { LeaderElector } from '../core/elector.js';
+import type { KillSchedule, LeadershipWindow } from './leadership-window.js';
 
 /** How a supervised command ended. */
 export interface CommandExit {
@@ -19,54 +19,49 @@ export interface CommandExit {
   stoppedAtDeadline?: boolean;
 }
 
-/** Offset from performance.now() (the elector's clock) to CLOCK_MONOTONIC, in ms. */
+/** Offset from performance.now() to CLOCK_MONOTONIC, in ms. */
 const MONO_OFFSET_MS = Number(process.hrtime.bigint()) / 1e6 - performance.now();
 const toNs = (perfMs: number) => BigInt(Math.round((perfMs + MONO_OFFSET_MS) * 1e6)).toString();
 
 /**
- * killSchedule: the command is sent SIGTERM at the leader's deadline and SIGKILL halfway
- * between the deadline and the moment another candidate could acquire the lease.
+ * Supervisor starts the watchdog with the window's deadline and pushes the deadline forward
+ * each time the window is extended (a renewal). It does not watch for the window's end: the
+ * term runner (term-runner.ts) does, and calls stop().
  */
-export function killSchedule(renewStartMs: number, timing: { leaseDurationMs: number; renewDeadlineMs: number }) {
-  const termAt = renewStartMs + timing.renewDeadlineMs;
-  const killAt = termAt + (timing.leaseDurationMs - timing.renewDeadlineMs) / 2;
-  return { termAt, killAt };
-}
-
 export class Supervisor {
   private readonly child: ChildProcess;
   readonly exited: Promise<CommandExit>;
-  private offRenewed: () => void;
+  private offExtended: () => void;
+  private lastKillAtMs: number;
 
-  constructor(elector: LeaderElector, argv: string[], env: NodeJS.ProcessEnv) {
-    const first = elector.leadershipWindow();
-    const { termAt, killAt } = killSchedule(first?.renewStartMs ?? performance.now() - elector.timing.renewDeadlineMs, elector.timing);
-    this.lastKillAt = killAt;
+  constructor(window: LeadershipWindow, argv: string[], env: NodeJS.ProcessEnv) {
+    const first = window.deadline();
+    this.lastKillAtMs = first.killAtMs;
     const watchdog = fileURLToPath(new URL('./watchdog.js', import.meta.url));
-    this.child = spawn(process.execPath, [watchdog, toNs(termAt), toNs(killAt), ...argv], {
+    this.child = spawn(process.execPath, [watchdog, toNs(first.termAtMs), toNs(first.killAtMs), ...argv], {
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       env,
     });
     // A failed IPC write is reported through send()'s callback; never let it crash baton.
     this.child.on('error', () => {});
     let spawnError: string | undefined;
+    let spawnExitCode = 127;
     let exit: CommandExit | undefined;
-    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string; stoppedAtDeadline?: boolean }) => {
+    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string; stoppedAtDeadline?: boolean; exitCode?: number }) => {
       if (m.type === 'exit') exit = { code: m.code ?? null, signal: m.signal ?? null, stoppedAtDeadline: !!m.stoppedAtDeadline };
-      if (m.type === 'error') spawnError = m.message;
+      if (m.type === 'error') {
+        spawnError = m.message;
+        // 126: there but not executable; 127: not found (as a shell says).
+        if (m.exitCode === 126 || m.exitCode === 127) spawnExitCode = m.exitCode;
+      }
     });
     this.exited = new Promise((resolve) => {
       this.child.on('exit', (code, signal) => {
-        this.offRenewed();
-        resolve(spawnError ? { code: 127, signal: null, spawnError } : exit ?? { code: code ?? null, signal });
+        this.offExtended();
+        resolve(spawnError ? { code: spawnExitCode, signal: null, spawnError } : exit ?? { code: code ?? null, signal });
       });
     });
-    const onRenewed = () => {
-      const w = elector.leadershipWindow();
-      if (w) this.push(killSchedule(w.renewStartMs, elector.timing));
-    };
-    elector.on('renewed', onRenewed);
-    this.offRenewed = () => elector.off('renewed', onRenewed);
+    this.offExtended = window.onExtended(() => this.push(window.deadline()));
   }
 
   /**
@@ -74,9 +69,9 @@ export class Supervisor {
    * allowed (sooner than any other candidate can acquire), or `graceMs` from now if sooner.
    */
   stop(graceMs = Infinity): void {
-    this.offRenewed();
+    this.offExtended();
     const now = performance.now();
-    this.push({ termAt: now, killAt: Math.max(now, Math.min(this.lastKillAt, now + graceMs)) });
+    this.push({ termAtMs: now, killAtMs: Math.max(now, Math.min(this.lastKillAtMs, now + graceMs)) });
   }
 
   /** signal forwards a signal to the command's process group. */
@@ -84,11 +79,9 @@ export class Supervisor {
     this.send({ type: 'signal', signal });
   }
 
-  private lastKillAt = performance.now();
-
-  private push(s: { termAt: number; killAt: number }): void {
-    this.lastKillAt = s.killAt;
-    this.send({ type: 'deadline', termAtNs: toNs(s.termAt), killAtNs: toNs(s.killAt) });
+  private push(s: KillSchedule): void {
+    this.lastKillAtMs = s.killAtMs;
+    this.send({ type: 'deadline', termAtNs: toNs(s.termAtMs), killAtNs: toNs(s.killAtMs) });
   }
 
   /**

@@ -1,3 +1,5 @@
+import { StoreUnavailableError } from './errors.js';
+
 /**
  * Clock is the only source of time the core uses. `monotonicMs` orders events inside one
  * process and drives every safety deadline; `wallMs` is only ever written into records for
@@ -40,5 +42,25 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       resolve();
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** withDeadline rejects with StoreUnavailableError if `p` takes longer than `ms` on `clock`. */
+export function withDeadline<T>(p: Promise<T>, ms: number, clock: Clock): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = clock.setTimer(
+      () => reject(new StoreUnavailableError(`elector: store did not answer within ${Math.round(ms)}ms`)),
+      Math.max(0, ms),
+    );
+    p.then(
+      (v) => {
+        clock.clearTimer(timer);
+        resolve(v);
+      },
+      (e) => {
+        clock.clearTimer(timer);
+        reject(e);
+      },
+    );
   });
 }

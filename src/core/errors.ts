@@ -1,52 +1,33 @@
 /**
- * Errors thrown by baton. Every error baton throws on purpose is a `BatonError`; its `exitCode`
- * is the sysexits-style code the CLI exits with, so the library and the CLI agree on meaning.
+ * Errors thrown by baton. Every error baton throws on purpose is a `BatonError`, and each class
+ * is named after the condition it reports. They carry no exit code: the CLI maps conditions to
+ * exit codes in one place (cli/exit-codes.ts).
  *
  * A lost race is never an error (stores return it as a value); these are for failures.
  */
 
-/** Exit codes shared by the CLI and the errors below. */
-export const ExitCode = {
-  ok: 0,
-  no: 1,
-  usage: 64,
-  unavailable: 69,
-  software: 70,
-  tempFail: 75,
-  config: 78,
-} as const;
-
 /** BatonError is the base class of every error baton throws deliberately. */
 export class BatonError extends Error {
-  readonly exitCode: number = ExitCode.software;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
   }
 }
 
-/** InvalidConfigError names an option, URL or value that cannot be used (exit 78). */
-export class InvalidConfigError extends BatonError {
-  override readonly exitCode: number = ExitCode.config;
-}
+/** InvalidConfigError names an option, URL or value that cannot be used. */
+export class InvalidConfigError extends BatonError {}
 
-/** UsageError is a command line that cannot be understood (exit 64). */
-export class UsageError extends BatonError {
-  override readonly exitCode: number = ExitCode.usage;
-}
+/** UsageError is a command line that cannot be understood. */
+export class UsageError extends BatonError {}
 
 /**
- * StoreUnavailableError means the store could not be reached or answered with a failure
- * (exit 69). Stores translate their SDK's errors into this inside their own folder.
+ * StoreUnavailableError means the store could not be reached or answered with a failure.
+ * Stores translate their SDK's errors into this inside their own folder.
  */
-export class StoreUnavailableError extends BatonError {
-  override readonly exitCode: number = ExitCode.unavailable;
-}
+export class StoreUnavailableError extends BatonError {}
 
-/** LeaseLostError means leadership was lost, or was not won in time (exit 75). */
-export class LeaseLostError extends BatonError {
-  override readonly exitCode: number = ExitCode.tempFail;
-}
+/** LeaseLostError means leadership was lost, or was not won in time. */
+export class LeaseLostError extends BatonError {}
 
 /** StoreClosedError is thrown by a store used after `close()`. */
 export class StoreClosedError extends BatonError {

@@ -5,24 +5,44 @@
  * when a lease counts as expired, when to renew, when to step down. A store only reads a
  * record, writes it conditionally, and (optionally) tells watchers that it changed.
  *
+ * ## Two kinds of store
+ * - **Compare-and-set stores** (SQL, Redis, memory, …): a lock is one record plus a revision.
+ *   A candidate acquires by writing the record with a compare-and-set (`write` with `newTerm`).
+ * - **Queue stores** (`queue` present: etcd's election, ZooKeeper's LeaderLatch): candidates
+ *   enqueue with `queue.campaign`; the entry at the front leads, and the lock's record is that
+ *   entry. `write` never creates an entry or a term there: a write with `newTerm` is refused as
+ *   a lost race. Every other write is the same compare-and-set as on the other kind, made on
+ *   the front entry — a renewal, the step-down flag, or a release (holder null), which removes
+ *   the entry so the next one in line leads.
+ *
+ * ## Capabilities: presence is the capability
+ * An optional member that is present is a capability — `watch`, `renewMany`, `list`, `ledger`,
+ * `queue` — and callers test the member itself, never a flag. `capabilities` holds only facts
+ * that no member can show (`serverExpiry`, `leaseGranularityMs`).
+ *
  * ## Atomicity
  * - `write(lock, expected, next)` is one atomic compare-and-set. With `expected === null` it is
  *   create-if-absent: it succeeds only if no record exists for `lock`. Otherwise it succeeds only
- *   if the current record's `revision` equals `expected`. Nothing else may happen in between.
+ *   if the current record's `revision` equals `expected` — a stale `expected` is refused even
+ *   when the lock is free. Nothing else may happen in between.
  * - `renewMany` (optional) is a batch of such writes sent in one round trip; each item succeeds
  *   or fails on its own, atomically.
+ * - `queue.campaign` enqueues atomically: two candidates never both lead; a later entry is
+ *   always behind an earlier one.
  *
  * ## Lost races are values, failures are errors
  * - A write whose condition does not hold resolves to `{ ok: false, current }` — never throws.
  *   `current` is the record as the store saw it when it refused (null if absent), or
- *   `undefined` when the store cannot tell cheaply.
+ *   `undefined` when the store cannot tell cheaply. A campaign that does not lead is the same
+ *   kind of value.
  * - A store that cannot be reached, times out, or answers with an error throws
  *   `StoreUnavailableError` (core/errors.ts). SDK errors never leak out of a store's folder.
  *
  * ## The fencing token (`term`)
  * - When a write has `next.newTerm === true` (an acquisition), the store assigns
  *   `term = (highest term ever assigned for this lock) + 1` inside the same atomic step.
- *   Otherwise the term is kept as it is.
+ *   Otherwise the term is kept as it is. On a queue store the term is the front entry's
+ *   creation sequence (etcd: its create revision; ZooKeeper: its czxid).
  * - Terms are strictly increasing per lock and never reused: not after a release, not after the
  *   record is deleted or expires, not after the store restarts. Stores whose records can vanish
  *   (server-side expiry) keep the counter somewhere that does not.
@@ -32,6 +52,7 @@
  *   are informational. The elector decides expiry from its own monotonic observations, unless
  *   the store declares `serverExpiry`: then the record vanishes on the server's own timer once
  *   `leaseDurationMs` passes without a renewal, and the elector never takes over a live record.
+ *   Queue stores always declare it: a leading entry lives only by its holder's renewals.
  */
 
 /** HolderMetadata describes the process holding a lease (informational). */
@@ -118,20 +139,51 @@ export interface Ledger {
   list(prefix: string, limit?: number): Promise<LedgerEntry[]>;
 }
 
-/** Capabilities a store declares; the elector and the conformance suite adapt to them. */
+/**
+ * StoreCapabilities are the facts about a store that no member shows. What a store can *do*
+ * is told by its optional members instead (see "presence is the capability" above).
+ */
 export interface StoreCapabilities {
-  /** `watch` delivers changes (standbys wait instead of polling). */
-  readonly notify: boolean;
-  /** `renewMany` renews many leases in one round trip. */
-  readonly batchRenew: boolean;
-  /** `list` enumerates locks. */
-  readonly list: boolean;
   /** Records vanish on the server's own timer after `leaseDurationMs` without renewal. */
   readonly serverExpiry: boolean;
   /** Lease durations are rounded up to this many ms by the server (e.g. 1000 for etcd). */
   readonly leaseGranularityMs?: number;
-  /** `ledger` is present: durable entries for singleton jobs. */
-  readonly ledger: boolean;
+}
+
+/**
+ * CampaignResult is where a campaign left its candidate: `ok` when its entry is at the front
+ * (it leads, `record` is its record), otherwise waiting behind `current` — the entry that leads
+ * (null when none is visible, undefined when the store cannot tell cheaply).
+ */
+export type CampaignResult = WriteResult;
+
+/**
+ * LeaseQueue is the queue kind's own verbs, after etcd's `concurrency.Election` (Campaign,
+ * Resign) and Curator's LeaderLatch. Entries are per (lock, holder) on one store handle.
+ *
+ * A ZooKeeper store implements it with an ephemeral sequential znode per candidate under
+ * `<lock>/`: campaign creates it (or rewrites its data if this handle has one), reads the
+ * children and leads iff its sequence is the lowest; the term is its czxid; the session
+ * timeout (≥ leaseDurationMs) bounds failover; `watch` watches the predecessor's deletion.
+ */
+export interface LeaseQueue {
+  /**
+   * campaign enqueues `candidate.holder` for `lock` — or, if this handle already queues it,
+   * keeps its place and refreshes its value — and tells whether it leads now. Once it has
+   * answered `ok`, the entry lives only by its holder's renewals (`write`/`renewMany` on the
+   * record's revision): a leader that stops renewing is dropped by the server's timer after
+   * leaseDurationMs, which is what lets a standby take over. A waiting entry is kept alive
+   * by the store while `watch(lock)` is subscribed on this handle; when it reaches the front
+   * the lock's listeners are called (with `undefined`): campaign again to claim it. An entry
+   * that was already answered `ok` is never handed its term twice: it is replaced.
+   */
+  campaign(lock: string, candidate: LeaseWrite): Promise<CampaignResult>;
+  /**
+   * withdraw takes `holder`'s waiting entry for `lock` on this handle out of the queue (etcd's
+   * Resign of a candidate that does not lead). A leading entry is left alone: it is released
+   * with a compare-and-set `write` (holder null) by the one that knows it leads.
+   */
+  withdraw(lock: string, holder: string): Promise<void>;
 }
 
 /**
@@ -148,11 +200,11 @@ export interface LeaseStore {
   readonly capabilities: StoreCapabilities;
   /** Reads the record for `lock`, or null if there is none. */
   read(lock: string): Promise<LeaseRecord | null>;
-  /** Atomic compare-and-set (create-if-absent when `expected` is null). */
+  /** Atomic compare-and-set (create-if-absent when `expected` is null); never acquires on a queue store. */
   write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult>;
-  /** Batch renewal in one round trip; present when `capabilities.batchRenew`. */
+  /** Batch renewal in one round trip (optional). */
   renewMany?(requests: readonly RenewRequest[]): Promise<WriteResult[]>;
-  /** Watches one lock; present when `capabilities.notify`. Returns an unsubscribe function. */
+  /** Watches one lock (optional: standbys then wait instead of polling). Returns an unsubscribe function. */
   watch?(lock: string, listener: WatchListener): () => void;
   /**
    * watchLive tells whether `watch` hears changes right now. A store whose change feed can drop
@@ -162,10 +214,12 @@ export interface LeaseStore {
    * means always live.
    */
   readonly watchLive?: boolean;
-  /** Lists all records; present when `capabilities.list`. */
+  /** Lists all records (optional). */
   list?(): Promise<LeaseRecord[]>;
-  /** Durable entries for job ledgers; present when `capabilities.ledger`. */
+  /** Durable entries for job ledgers (optional). */
   readonly ledger?: Ledger;
+  /** Present on a queue store: candidates enqueue here, and `write` never acquires. */
+  readonly queue?: LeaseQueue;
   /** Releases connections and watchers. Idempotent. */
   close(): Promise<void>;
 }

@@ -22,7 +22,7 @@
  * baton never imports `pg`: pass your own client or pool; only `query` (and `connect` /
  * `release` on a pool) are used.
  */
-import { BatonError, ExitCode, InvalidConfigError } from '../core/errors.js';
+import { BatonError, InvalidConfigError } from '../core/errors.js';
 
 /** Queryable is the part of a pg Client / PoolClient this module uses. */
 export interface Queryable {
@@ -47,7 +47,6 @@ export const STALE_TERM_SQLSTATE = 'BF001';
 
 /** StaleTermError: the write was refused because a newer term has written the resource (exit 75). */
 export class StaleTermError extends BatonError {
-  override readonly exitCode: number = ExitCode.tempFail;
   constructor(
     readonly resource: string,
     readonly term: number,

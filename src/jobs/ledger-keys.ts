@@ -44,7 +44,7 @@ export function validateJobKey(key: unknown, what = 'key'): string {
 
 /** requireLedger returns the store's ledger, or explains that this store cannot keep job state. */
 export function requireLedger(store: LeaseStore, feature: string): Ledger {
-  if (!store.capabilities.ledger || !store.ledger) {
+  if (!store.ledger) {
     throw new InvalidConfigError(`${feature}: the ${store.kind} store has no durable ledger, which ${feature} needs to record its state`);
   }
   return store.ledger;

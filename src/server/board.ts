@@ -1,12 +1,14 @@
 /**
  * The dashboard's table of locks: every lock the store can list (or just the served one), with
- * the served lock's row always taken from the elector's memory. The store is read only while someone
+ * the served lock's row always taken from the elector's memory. Every row is presented by
+ * leaseView (lease-view.ts), like `baton status`: an expired holder shows as free. The store is read only while someone
  * is watching (an open event stream) or asks for a snapshot, at most once per poll interval.
  */
 import { errorMessage } from '../core/errors.js';
 import type { LeaseRecord, LeaseStore } from '../core/store.js';
 import type { LeaderTracker, LeaderView } from './leader-view.js';
 import { sightingOf } from './leader-view.js';
+import { leaseView, type LeaseView } from './lease-view.js';
 import { scrubSecrets } from './redact.js';
 import type { Timeline } from './timeline.js';
 
@@ -48,8 +50,9 @@ export class LockBoard {
   rows(): LockRow[] {
     const served = this.tracker.view();
     const now = Date.now();
-    const rows = this.records.filter((r) => r.lock !== served.lock).map((r) => rowOf(r, now));
-    rows.push(servedRow(served, this.tracker.elector.leader()?.record ?? null));
+    const serverExpiry = this.store.capabilities.serverExpiry;
+    const rows = this.records.filter((r) => r.lock !== served.lock).map((r) => rowOf(leaseView(r, { nowWallMs: now, serverExpiry })));
+    rows.push(servedRow(served));
     return rows.sort((a, b) => (a.served === b.served ? a.lock.localeCompare(b.lock) : a.served ? -1 : 1));
   }
 
@@ -93,23 +96,7 @@ export class LockBoard {
   }
 }
 
-function rowOf(r: LeaseRecord, nowWallMs: number): LockRow {
-  const held = r.holder !== null;
-  return {
-    lock: r.lock,
-    holder: r.holder,
-    term: r.term,
-    hostname: held && typeof r.metadata.hostname === 'string' ? r.metadata.hostname : null,
-    expiresInMs: held ? Math.max(0, r.renewedAt + r.leaseDurationMs - nowWallMs) : null,
-    leaseDurationMs: r.leaseDurationMs,
-    transitions: r.transitions,
-    stepDownRequested: r.stepDownRequested,
-    served: false,
-    isSelf: false,
-  };
-}
-
-function servedRow(v: LeaderView, r: LeaseRecord | null): LockRow {
+function rowOf(v: LeaseView): LockRow {
   return {
     lock: v.lock,
     holder: v.holder,
@@ -118,7 +105,22 @@ function servedRow(v: LeaderView, r: LeaseRecord | null): LockRow {
     expiresInMs: v.expiresInMs,
     leaseDurationMs: v.leaseDurationMs,
     transitions: v.transitions,
-    stepDownRequested: r?.stepDownRequested ?? false,
+    stepDownRequested: v.stepDownRequested,
+    served: false,
+    isSelf: false,
+  };
+}
+
+function servedRow(v: LeaderView): LockRow {
+  return {
+    lock: v.lock,
+    holder: v.holder,
+    term: v.term,
+    hostname: v.hostname,
+    expiresInMs: v.expiresInMs,
+    leaseDurationMs: v.leaseDurationMs,
+    transitions: v.transitions,
+    stepDownRequested: v.stepDownRequested,
     served: true,
     isSelf: v.isSelf,
   };

@@ -5,12 +5,13 @@
 import { realClock, type Clock } from '../core/clock.js';
 import type { LeaderElector, LeaderEvent, StoppedEvent } from '../core/elector.js';
 import type { LeaseRecord } from '../core/store.js';
+import { leaseView } from './lease-view.js';
 import type { Timeline, Sighting } from './timeline.js';
 
 /** LeaderView is the JSON `GET /leader` answers with. */
 export interface LeaderView {
   lock: string;
-  /** Current holder as last seen, or null when the lease is free or unknown. */
+  /** Current holder as last seen, or null when the lease is free, expired or unknown. */
   holder: string | null;
   /** Fencing token of the current (or last) lease; 0 before any. */
   term: number;
@@ -33,6 +34,8 @@ export interface LeaderView {
   leaseDurationMs: number | null;
   /** Changes of holder recorded in the lease itself (every instance agrees on it). */
   transitions: number | null;
+  /** Someone asked the holder to step down through the record. */
+  stepDownRequested: boolean;
   /** False until the elector has reached the store once. */
   ready: boolean;
 }
@@ -93,30 +96,30 @@ export class LeaderTracker {
     return () => this.listeners.delete(fn);
   }
 
-  /** view answers `GET /leader`. */
+  /** view answers `GET /leader`: the last record seen, presented by leaseView (lease-view.ts). */
   view(): LeaderView {
     const e = this.elector;
     const seen = e.leader();
     const r = seen?.record ?? null;
-    const held = !!r && r.holder !== null;
     const since = this.timeline.current(e.lock);
-    const window = e.leadershipWindow();
-    let expiresInMs: number | null = null;
-    if (window && e.isLeader()) expiresInMs = Math.max(0, Math.round(window.othersMayAcquireMs - this.clock.monotonicMs()));
-    else if (held) expiresInMs = Math.max(0, Math.round(r.renewedAt + r.leaseDurationMs - this.clock.wallMs()));
+    const window = e.isLeader() ? e.leadershipWindow() : undefined;
+    // The leader knows its expiry exactly, on its own monotonic clock; others go by the record.
+    const exactExpiresInMs = window ? window.othersMayAcquireMs - this.clock.monotonicMs() : undefined;
+    const v = r ? leaseView(r, { nowWallMs: this.clock.wallMs(), serverExpiry: e.store.capabilities.serverExpiry, exactExpiresInMs }) : undefined;
     return {
       lock: e.lock,
-      holder: seen?.holder ?? null,
+      holder: v?.holder ?? null,
       term: seen?.term ?? 0,
       isSelf: e.isLeader(),
       identity: e.identity,
-      hostname: held ? str(r.metadata.hostname) : null,
-      pid: held && typeof r.metadata.pid === 'number' ? r.metadata.pid : null,
-      expiresInMs,
-      since: since && since.holder !== null && since.holder === (seen?.holder ?? null) ? new Date(since.since).toISOString() : null,
-      acquiredAt: held && r.acquiredAt ? new Date(r.acquiredAt).toISOString() : null,
-      leaseDurationMs: r?.leaseDurationMs ?? null,
-      transitions: r?.transitions ?? null,
+      hostname: v?.hostname ?? null,
+      pid: v?.pid ?? null,
+      expiresInMs: v?.expiresInMs ?? null,
+      since: since && since.holder !== null && since.holder === (v?.holder ?? null) ? new Date(since.since).toISOString() : null,
+      acquiredAt: v?.live ? v.acquiredAt : null,
+      leaseDurationMs: v?.leaseDurationMs ?? null,
+      transitions: v?.transitions ?? null,
+      stepDownRequested: v?.stepDownRequested ?? false,
       ready: this.reached,
     };
   }

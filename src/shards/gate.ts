@@ -23,6 +23,7 @@ export class GatedStore implements LeaseStore {
   readonly watch?: LeaseStore['watch'];
   readonly list?: LeaseStore['list'];
   readonly ledger?: LeaseStore['ledger'];
+  readonly queue?: LeaseStore['queue'];
   private readonly listeners = new Map<string, Set<WatchListener>>();
   private readonly slots: Slots;
 
@@ -37,6 +38,16 @@ export class GatedStore implements LeaseStore {
     if (inner.renewMany) this.renewMany = (requests) => inner.renewMany!(requests);
     if (inner.list) this.list = () => inner.list!();
     this.ledger = inner.ledger;
+    // On a queue store (etcd) an elector claims through `queue.campaign`: a campaign for a shard
+    // that is not ours is answered as a lost race without enqueuing, and the elector campaigns
+    // again when `open` wakes it (the dead owner's entry is removed by the server's own timer).
+    if (inner.queue) {
+      const queue = inner.queue;
+      this.queue = {
+        campaign: (lock, candidate) => (this.mayAcquire(lock) ? queue.campaign(lock, candidate) : Promise.resolve({ ok: false as const })),
+        withdraw: (lock, holder) => queue.withdraw(lock, holder),
+      };
+    }
     if (inner.watch) {
       this.watch = (lock, listener) => {
         let set = this.listeners.get(lock);

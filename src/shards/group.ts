@@ -23,7 +23,7 @@ import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { LeaderElector, type StopReason } from '../core/elector.js';
 import { InvalidConfigError, errorMessage } from '../core/errors.js';
 import { defaultIdentity } from '../core/identity.js';
-import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
+import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
 import type { HolderMetadata, LeaseStore } from '../core/store.js';
 import { heirShards, type ShardAssignment } from './assignment.js';
 import { GatedStore } from './gate.js';
@@ -42,6 +42,13 @@ export interface ShardGroupOptions extends Partial<Timing> {
   maxMovesPerPeriod?: number;
   metadata?: HolderMetadata;
   clock?: Clock;
+  /**
+   * drain is called when a held shard is about to be given up cooperatively (a rebalance, or
+   * `stop()`), while its lease is still held and renewed: stop the shard's work and resolve.
+   * The lease is released only then, so the next owner never overlaps with this one's work.
+   * Without it, the work gets only the `signal`, aborted as the lease is released.
+   */
+  drain?: (shard: number, term: number) => Promise<void>;
 }
 
 /** ShardAcquiredEvent: this member now owns `shard`; stop its work when `signal` aborts. */
@@ -94,6 +101,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   private readonly clock: Clock;
   private readonly maxMoves: number;
   private readonly metadata?: HolderMetadata;
+  private readonly drain?: (shard: number, term: number) => Promise<void>;
   private readonly membership: Membership;
   private readonly electors = new Map<number, LeaderElector>();
   /** Shards being given up (resign in flight), so they are not counted twice. */
@@ -112,6 +120,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   constructor(options: ShardGroupOptions) {
     super();
     if (!options || typeof options.store?.read !== 'function') throw new TypeError('ShardGroup: options.store must be a LeaseStore (see openStore)');
+    checkOptionKeys('ShardGroup', options, ['store', 'group', 'shards', 'identity', 'maxMovesPerPeriod', 'metadata', 'clock', 'drain', ...TIMING_KEYS]);
     if (!options.store.ledger) throw new InvalidConfigError(`shards: the ${options.store.kind} store keeps no ledger, which group membership needs`);
     this.group = validateLockName(options.group, 'group');
     validateLockName(shardLock(this.group, MAX_SHARDS), 'group');
@@ -120,7 +129,8 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     }
     this.shards = options.shards;
     this.identity = validateIdentity(options.identity ?? defaultIdentity());
-    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, ...timing } = options;
+    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, drain, ...timing } = options;
+    this.drain = drain;
     this.timing = Object.freeze(resolveTiming(timing));
     const moves = maxMovesPerPeriod ?? Math.ceil(this.shards / 16);
     if (!Number.isInteger(moves) || moves < 1) throw new InvalidConfigError(`maxMovesPerPeriod: must be a whole number ≥ 1, got ${String(maxMovesPerPeriod)}`);
@@ -146,7 +156,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     this.running = false;
     if (this.timer) this.clock.clearTimer(this.timer);
     await this.cycle?.catch(() => {});
-    await Promise.all([...this.electors.values()].map((e) => e.stop()));
+    await Promise.all([...this.electors].map(([shard, e]) => this.drained(shard, e).then(() => e.stop())));
     this.electors.clear();
     await this.membership.heartbeat(true).catch((err) => this.report(err));
   }
@@ -164,6 +174,11 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   shardWindow(shard: number): ReturnType<LeaderElector['leadershipWindow']> {
     const e = this.electors.get(shard);
     return e?.isLeader() ? e.leadershipWindow() : undefined;
+  }
+
+  /** electorOf is the elector of `shard` on this member (while it campaigns for, watches or holds it). */
+  electorOf(shard: number): LeaderElector | undefined {
+    return this.electors.get(shard);
   }
 
   /** members is the last observed membership. */
@@ -255,13 +270,24 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   /** handOff resigns a held shard so its assigned owner, woken by the release, takes it at once. */
   private handOff(shard: number, elector: LeaderElector): void {
     this.leaving.add(shard);
-    void elector
-      .stop()
+    void this.drained(shard, elector)
+      .then(() => elector.stop())
       .catch((err) => this.report(err))
       .finally(() => {
         this.leaving.delete(shard);
         if (this.electors.get(shard) === elector) this.electors.delete(shard);
       });
+  }
+
+  /** drained resolves once the user's drain for a shard this member leads has finished (at once otherwise). */
+  private async drained(shard: number, elector: LeaderElector): Promise<void> {
+    const term = elector.isLeader() ? elector.term : undefined;
+    if (!this.drain || term === undefined) return;
+    try {
+      await this.drain(shard, term);
+    } catch (err) {
+      this.report(err);
+    }
   }
 
   private report(err: unknown): void {

@@ -13,7 +13,8 @@ import { InstanceMetadata } from '../../src/aws/imds.js';
 import { connectAws } from '../../src/aws/api.js';
 import { AwsRequestError, AwsUnavailableError } from '../../src/aws/errors.js';
 import { loadSdkModule } from '../../src/aws/sdk.js';
-import { ExitCode, InvalidConfigError } from '../../src/core/errors.js';
+import { InvalidConfigError } from '../../src/core/errors.js';
+import { ExitCode, exitCodeFor } from '../../src/cli/exit-codes.js';
 import { useFakeInProcess } from './helpers.js';
 
 let fake: AwsFake;
@@ -39,7 +40,7 @@ describe('instance metadata (IMDSv2)', () => {
 
   test('an unreachable metadata service is AwsUnavailableError (exit 69)', async () => {
     const imds = new InstanceMetadata({ endpoint: await AwsFake.closedEndpoint(), timeoutMs: 1000 });
-    await assert.rejects(imds.instanceId(), (err: unknown) => err instanceof AwsUnavailableError && err.exitCode === 69 && /ECONNREFUSED/.test(err.message));
+    await assert.rejects(imds.instanceId(), (err: unknown) => err instanceof AwsUnavailableError && exitCodeFor(err) === 69 && /ECONNREFUSED/.test(err.message));
   });
 });
 
@@ -88,7 +89,7 @@ describe('asg-lowest', () => {
     fake.createGroup('tmp');
     const [id] = fake.launch('tmp', 1);
     fake.instance(id!).group = null;
-    await assert.rejects(checkLowest({ imds: await imdsFor(id!) }), (err: unknown) => err instanceof AwsRequestError && err.exitCode === ExitCode.config);
+    await assert.rejects(checkLowest({ imds: await imdsFor(id!) }), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === ExitCode.config);
   });
 });
 
@@ -142,7 +143,7 @@ describe('AWS errors', () => {
       fake.failNext('DescribeTags', 'RequestLimitExceeded', { times: 2, status: 503 });
       await assert.rejects(api.tagsWithKey('k'), AwsUnavailableError);
       fake.failNext('DescribeAutoScalingGroups', 'AccessDenied', { status: 403 });
-      await assert.rejects(api.groupInstances('errs'), (err: unknown) => err instanceof AwsRequestError && err.code === 'AccessDenied' && err.exitCode === 78);
+      await assert.rejects(api.groupInstances('errs'), (err: unknown) => err instanceof AwsRequestError && err.code === 'AccessDenied' && exitCodeFor(err) === 78);
       assert.deepEqual(await api.groupInstances('errs'), [], 'and the next call works');
     } finally {
       api.close();
@@ -180,7 +181,7 @@ describe('AWS errors', () => {
   test('a missing SDK package is a one-line configuration error naming it (exit 78)', async () => {
     await assert.rejects(loadSdkModule('@aws-sdk/client-not-installed'), (err: unknown) => {
       assert.ok(err instanceof InvalidConfigError);
-      assert.equal(err.exitCode, 78);
+      assert.equal(exitCodeFor(err), 78);
       assert.match(err.message, /install @aws-sdk\/client-not-installed/);
       return true;
     });

@@ -42,7 +42,7 @@ class ControlledStore implements LeaseStore {
 
   constructor(readonly inner: MemoryStore, private readonly clock: Clock, options: { notify?: boolean } = {}) {
     const notify = options.notify ?? true;
-    this.capabilities = { ...inner.capabilities, batchRenew: false, notify };
+    this.capabilities = { ...inner.capabilities };
     if (notify) {
       this.watch = (lock, listener) => {
         this.listeners.add(listener);

@@ -62,7 +62,7 @@ describe('requestStepDown', () => {
     test(`the holder aborts its signal first, then releases (${notify ? 'told by notification' : 'finds out at its next renewal'})`, async () => {
       const w = world();
       const handle = new MemoryStore(w.store.backend);
-      const quiet = notify ? handle : Object.assign(Object.create(handle) as MemoryStore, { capabilities: { ...handle.capabilities, notify: false }, watch: undefined });
+      const quiet = notify ? handle : Object.assign(Object.create(handle) as MemoryStore, { watch: undefined });
       const a = w.candidate('a', quiet);
       await w.clock.advance(0);
       w.candidate('b');

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { PostgresServer } from '../../infra/servers/index.js';
 import { InvalidConfigError } from '../../src/core/errors.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { StaleTermError, ensureFenceSchema, fencedQuery, isStaleTermError, withFence } from '../../src/jobs/fencing.js';
 
 describe('PostgreSQL fencing guard', () => {
@@ -34,7 +35,7 @@ describe('PostgreSQL fencing guard', () => {
     await fencedQuery(pool, { resource: 'nightly', term: 7 }, 'UPDATE reports SET body = $1, term = 7 WHERE id = 1', ['from term 7']);
     await assert.rejects(
       fencedQuery(pool, { resource: 'nightly', term: 6 }, 'UPDATE reports SET body = $1, term = 6 WHERE id = 1', ['from stale term 6']),
-      (e: Error) => e instanceof StaleTermError && e.term === 6 && e.exitCode === 75 && /term 6 is stale for "nightly" \(newest is 7\)/.test(e.message),
+      (e: Error) => e instanceof StaleTermError && e.term === 6 && exitCodeFor(e) === 75 && /term 6 is stale for "nightly" \(newest is 7\)/.test(e.message),
     );
     assert.deepEqual(await body(1), { body: 'from term 7', term: '7' });
     // The same term may write again (a leader writes many times per term).

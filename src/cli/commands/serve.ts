@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
 import type { LeaderElector } from '../../core/elector.js';
+import { validateLockName } from '../../core/options.js';
 import { createLeaderServer } from '../../server/server.js';
 import { createLogger, logElectorEvents, type LogFormat, type Logger } from '../../server/log.js';
 import {
@@ -10,13 +11,19 @@ import {
   makeElector,
   openCliStore,
   requireLock,
+  resolveIdentity,
+  resolveTimingOptions,
   storeLabel,
+  storeTarget,
   withLockOption,
   withStoreOption,
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
-import { exitCodeOf, superviseTerm, onTerminationSignals } from '../lead.js';
+import { examples } from '../help.js';
+import { electorWindow } from '../leadership-window.js';
+import { onTerminationSignals } from '../signals.js';
+import { runTerm } from '../term-runner.js';
 
 interface ServeOptions extends CommonOptions {
   listen: string;
@@ -30,10 +37,10 @@ export function register(program: Command): void {
     .command('serve')
     .summary('campaign for a lock and serve /leader, /healthz, /metrics and a live dashboard')
     .description(
-      'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators:\n' +
-        'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard),\n' +
-        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this\n' +
-        'instance leads (stopped before anyone else could lead); without one, baton just holds the\n' +
+      'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators: ' +
+        'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard), ' +
+        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this ' +
+        'instance leads (stopped before anyone else could lead); without one, baton just holds the ' +
         'lease. SIGTERM/SIGINT stop the command, release the lease, close the server and exit 0.',
     )
     .argument('[command...]', 'optional command to run while leading, after --');
@@ -43,19 +50,30 @@ export function register(program: Command): void {
   cmd
     .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
     .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
-    .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human'))
-    .action(async (words: string[], opts: ServeOptions) => {
+    .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human').env('BATON_LOG_FORMAT'))
+    .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'))
+    .addHelpText(
+      'after',
+      examples([
+        ['a sidecar that answers GET /leader for the app beside it', 'baton serve --lock orders-consumer --listen 127.0.0.1:4040'],
+        ['run the consumer while leading, with JSON logs, on a shared store', 'baton serve --store redis://cache:6379 --lock orders-consumer --log-format json -- node consumer.js'],
+      ]),
+    )
+    .action(async (words: string[], opts: ServeOptions & { shardGroup?: string[] }) => {
       const lock = requireLock(opts);
+      const shardGroups = (opts.shardGroup ?? []).map((g) => validateLockName(g, '--shard-group'));
       const { host, port } = parseListen(opts.listen);
       const log = createLogger(opts.logFormat as LogFormat);
       const token = readStepDownToken(opts.stepDownTokenFile, log);
       const argv = words.length > 0 ? words : undefined;
-      const store = await openCliStore(opts);
-      const elector = makeElector(store, opts, lock);
+      const timing = resolveTimingOptions(opts);
+      resolveIdentity(opts);
+      const store = await openCliStore(storeTarget(opts));
+      const elector = makeElector(store, opts, lock, timing);
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);
-      const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log });
+      const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log, shardGroups });
       let stopLogging = () => {};
       try {
         const at = await server.listen(port, host).catch((err: NodeJS.ErrnoException) => {
@@ -111,34 +129,37 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
 }
 
 /**
- * runWhileLeading runs the command for one term under the watchdog (cli/lead.ts), which stops
- * it before any other instance could lead. Returns an exit code to end serve with, or
- * undefined to campaign again.
+ * runWhileLeading runs the command for one term (cli/term-runner.ts), which stops it before any
+ * other instance could lead. Returns an exit code to end serve with, or undefined to campaign
+ * again.
  */
 async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>): Promise<number | undefined> {
   log('info', 'command-start', `starting ${argv[0]} (term ${term})`, { lock: elector.lock, term, command: argv[0] });
-  const env = { ...process.env, BATON_LOCK: elector.lock, BATON_IDENTITY: elector.identity, BATON_TERM: String(term) };
-  const { supervisor, done } = superviseTerm(elector, term, argv, env, (reason) =>
-    log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
-  );
-  const first = await Promise.race([done, stopped.then(() => undefined)]);
-  if (first === undefined) {
+  const run = runTerm(electorWindow(elector, term), {
+    argv,
+    lock: elector.lock,
+    identity: elector.identity,
+    onLost: (reason) => log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
+  });
+  const outcome = await Promise.race([run.done, stopped.then(() => undefined)]);
+  if (outcome === undefined) {
     // Shutdown: SIGTERM now; SIGKILL no later than the last renewal allows.
-    supervisor.stop();
-    await supervisor.exited;
+    run.stop();
+    await run.done;
     log('info', 'command-stopped', `${argv[0]} stopped for shutdown`, { command: argv[0] });
     return undefined;
   }
-  const x = first.exit;
-  if (first.kind === 'lost') {
+  if (outcome.kind === 'lost') {
+    const x = outcome.exit;
     log('info', 'command-stopped', `${argv[0]} stopped (${x.code !== null ? `exit ${x.code}` : x.signal})`, { command: argv[0], code: x.code, signal: x.signal });
     return undefined;
   }
-  if (x.spawnError) {
-    log('error', 'command-error', `cannot run ${argv[0]}: ${x.spawnError}`, { command: argv[0] });
-    return 127;
+  if (outcome.kind === 'not-started') {
+    log('error', 'command-error', `cannot run ${argv[0]}: ${outcome.message}`, { command: argv[0] });
+    return outcome.code;
   }
-  log('warn', 'command-exit', `${argv[0]} exited with ${exitCodeOf(x)}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
+  const x = outcome.exit;
+  log('warn', 'command-exit', `${argv[0]} exited with ${outcome.code}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
   await elector.resign();
   return undefined;
 }

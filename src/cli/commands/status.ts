@@ -3,42 +3,22 @@ import { formatDuration } from '../../core/duration.js';
 import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { validateLockName } from '../../core/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
-import { CliExit, openCliStore, storeLabel, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { isLive } from './is-leader.js';
+import { CliExit, openCliStore, storeLabel, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
+import { examples } from '../help.js';
+import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
+import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
+import { readShardGroup } from '../../shards/status.js';
 
-/** LockStatus is the JSON `baton status --json` prints per lock. */
-export interface LockStatus {
-  lock: string;
-  holder: string | null;
-  term: number;
-  hostname: string | null;
-  pid: number | null;
-  acquiredAt: string | null;
-  renewedAt: string | null;
-  leaseDurationMs: number;
-  expiresInMs: number | null;
-  transitions: number;
-  stepDownRequested: boolean;
-  version: string | null;
-}
+const STATUS_FIELDS = [
+  'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
+] as const satisfies readonly (keyof LeaseView)[];
 
-/** toStatus describes a record for people and scripts. expiresInMs is advisory (holder's clock). */
-export function toStatus(r: LeaseRecord, nowWallMs = Date.now(), serverExpiry = false): LockStatus {
-  const live = isLive(r, nowWallMs, serverExpiry);
-  return {
-    lock: r.lock,
-    holder: live ? r.holder : null,
-    term: r.term,
-    hostname: live ? (r.metadata.hostname as string | undefined) ?? null : null,
-    pid: live ? (r.metadata.pid as number | undefined) ?? null : null,
-    acquiredAt: r.acquiredAt ? new Date(r.acquiredAt).toISOString() : null,
-    renewedAt: r.renewedAt ? new Date(r.renewedAt).toISOString() : null,
-    leaseDurationMs: r.leaseDurationMs,
-    expiresInMs: live ? Math.max(0, r.renewedAt + r.leaseDurationMs - nowWallMs) : null,
-    transitions: r.transitions,
-    stepDownRequested: r.stepDownRequested,
-    version: live ? (r.metadata.version as string | undefined) ?? null : null,
-  };
+/** LockStatus is the JSON `baton status --json` prints per lock: the lease view's fields it has always printed. */
+export type LockStatus = Pick<LeaseView, (typeof STATUS_FIELDS)[number]>;
+
+/** toStatus picks the status fields of a lease view (server/lease-view.ts). */
+export function toStatus(view: LeaseView): LockStatus {
+  return Object.fromEntries(STATUS_FIELDS.map((k) => [k, view[k]])) as LockStatus;
 }
 
 /**
@@ -56,7 +36,7 @@ export const statusSections: StatusSection[] = [];
 /** register adds `baton status`. */
 export function register(program: Command): void {
   const cmd = program.command('status').summary('show who holds each lock, with which term').description(
-    'Show the holder, term, hostname, pid, acquired/renewed times, time to expiry and transitions of\n' +
+    'Show the holder, term, hostname, pid, acquired/renewed times, time to expiry and transitions of ' +
       'one lock (--lock) or of every lock in the store.',
   );
   withStoreOption(cmd);
@@ -64,10 +44,26 @@ export function register(program: Command): void {
   cmd
     .option('--json', 'print JSON: one object with --lock, else an array with one object per lock')
     .option('--watch', 'redraw as things change')
-    .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean }) => {
+    .option('--group <name>', 'show a shard group: its members and the owner and term of every shard')
+    .addHelpText(
+      'after',
+      examples([
+        ['who leads each lock of the default store', 'baton status'],
+        ['one lock, for a script', 'baton status --lock nightly-report --json'],
+        ['follow a shared store live', 'baton status --store postgres://baton@db/ops --watch'],
+        ['the shards of a group: members, owners and terms', 'baton status --group orders'],
+      ]),
+    )
+    .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean; group?: string }) => {
       const lock = opts.lock !== undefined ? validateLockName(opts.lock, '--lock') : undefined;
-      const store = await openCliStore(opts);
+      const group = opts.group !== undefined ? validateLockName(opts.group, '--group') : undefined;
+      const store = await openCliStore(storeTarget(opts, 'read'));
       try {
+        if (group !== undefined) {
+          const view = shardGroupView(await readShardGroup(store, group), { serverExpiry: store.capabilities.serverExpiry });
+          process.stdout.write(opts.json ? `${JSON.stringify(view, null, 2)}\n` : renderShardGroup(view));
+          throw new CliExit(0);
+        }
         if (!lock && !store.list) throw new InvalidConfigError(`status: the ${store.kind} store cannot list locks; pass --lock NAME`);
         if (!opts.watch) {
           process.stdout.write(await render(store, lock, !!opts.json, storeLabel(opts)));
@@ -83,7 +79,8 @@ export function register(program: Command): void {
 async function render(store: LeaseStore, lock: string | undefined, json: boolean, label: string): Promise<string> {
   const records = lock ? [await store.read(lock)].filter((r): r is LeaseRecord => !!r) : await store.list!();
   const now = Date.now();
-  const rows = records.map((r) => toStatus(r, now, store.capabilities.serverExpiry));
+  const rows = records.map((r) => toStatus(leaseView(r, { nowWallMs: now, serverExpiry: store.capabilities.serverExpiry })));
+  const deadPids = new Map(records.map((r) => [r.lock, deadLocalHolder(r)]));
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);
@@ -112,29 +109,21 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
       s.holder
         ? `${s.lock}: held by ${s.holder} (term ${s.term}) on ${s.hostname ?? '?'} pid ${s.pid ?? '?'}; ` +
             `acquired ${s.acquiredAt}, renewed ${s.renewedAt}, expires in ${formatDuration(s.expiresInMs ?? 0)}; ` +
-            `${s.transitions} transitions${s.stepDownRequested ? '; step-down requested' : ''}`
-        : `${s.lock}: free (last term ${s.term}; ${s.transitions} transitions)`,
+            `${transitions(s.transitions)}${s.stepDownRequested ? '; step-down requested' : ''}` +
+            (deadPids.get(s.lock) ? `; pid ${deadPids.get(s.lock)} is not running on this host: the lease is no longer renewed and runs out in ${formatDuration(s.expiresInMs ?? 0)}` : '')
+        : `${s.lock}: free (last term ${s.term}; ${transitions(s.transitions)})`,
     );
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;
 }
 
+function transitions(n: number): string {
+  return `${n} transition${n === 1 ? '' : 's'}`;
+}
+
 function emptyStatus(lock: string): LockStatus {
-  return {
-    lock,
-    holder: null,
-    term: 0,
-    hostname: null,
-    pid: null,
-    acquiredAt: null,
-    renewedAt: null,
-    leaseDurationMs: 0,
-    expiresInMs: null,
-    transitions: 0,
-    stepDownRequested: false,
-    version: null,
-  };
+  return toStatus(freeLeaseView(lock));
 }
 
 async function watchLoop(store: LeaseStore, lock: string | undefined, json: boolean, label: string): Promise<never> {

@@ -35,6 +35,7 @@ interface RenewItem {
  * - step-down flag: the leader key's value is rewritten with the same lease (create revision,
  *   hence term, unchanged; mod revision, hence `revision`, changed).
  * - release: the leader key is deleted in a txn guarded by its revision, then its lease revoked.
+ * - withdraw: a waiting candidate's lease is revoked, which deletes its key.
  */
 export class Election {
   constructor(
@@ -60,30 +61,46 @@ export class Election {
   }
 
   /**
-   * present shows the lowest key as the lock's record — except this handle's own candidate that
-   * has reached the front of the queue but was not yet claimed: that one reads as free, so its
-   * elector campaigns (and wins at once).
+   * present shows the lowest key as the lock's record. This handle's own candidate seen at the
+   * front but not yet claimed is no longer kept alive in the background (state `first`): its
+   * elector must campaign to claim it, or it expires within one TTL.
    */
   present(lock: string, kvs: readonly IKeyValue[]): LeaseRecord | null {
     const first = kvs[0];
     if (!first) return null;
     const own = this.registry.withKey(first.key);
-    if (own && own.state !== 'leading') {
-      if (own.state === 'queued') this.registry.setState(own, 'first');
-      return null;
-    }
+    if (own?.state === 'queued') this.registry.setState(own, 'first');
     return toRecord(lock, first);
   }
 
-  /** campaign puts this candidate's key (creating it if needed) and tells whether it leads. */
+  /**
+   * campaign puts this candidate's key (creating it if needed, else keeping its place) and tells
+   * whether it leads: its key has the lowest create revision. From a leading answer on, its
+   * lease lives only by renewals (see CandidateState).
+   */
   campaign(lock: string, next: LeaseWrite): Promise<WriteResult> {
     const identity = next.holder!;
     return this.registry.serial(lock, identity, async () => {
       let candidate = this.registry.get(lock, identity);
       // A candidate already reported as leading must not be handed its term a second time.
+      // Its lease is revoked before it is forgotten: were the store unreachable (its elector
+      // stepped down in an outage), a key left behind would hold the lock for a whole TTL
+      // after the store is back; the campaign fails instead and the next one revokes it.
       if (candidate?.state === 'leading') {
-        await this.retire(candidate);
+        await this.revoke(candidate);
+        this.registry.remove(candidate);
+        this.changed(lock);
         candidate = undefined;
+      }
+      if (candidate?.state === 'queued') {
+        // Still waiting behind others: a read tells, with no write to the raft log (an elector
+        // asks again every lease or so while it waits). Only a claim rewrites the key.
+        const seen = await this.candidates(lock);
+        const i = seen.kvs.findIndex((kv) => kv.key.toString() === candidate!.key);
+        if (i > 0) {
+          this.changed(lock, seen);
+          return { ok: false, current: toRecord(lock, seen.kvs[0]!) };
+        }
       }
       for (let attempt = 0; attempt < 2; attempt++) {
         const fresh = !candidate;
@@ -142,6 +159,14 @@ export class Election {
     this.registry.setState(c, 'queued');
     this.changed(c.lock, seen);
     return { ok: false, current: toRecord(c.lock, kvs[0]!) };
+  }
+
+  /** withdraw retires `holder`'s candidate of `lock` on this handle unless it leads (a leader releases). */
+  withdraw(lock: string, holder: string): Promise<void> {
+    return this.registry.serial(lock, holder, async () => {
+      const c = this.registry.get(lock, holder);
+      if (c && c.state !== 'leading') await this.retire(c);
+    });
   }
 
   /** enlist grants a lease for a new candidate: TTL = leaseDurationMs rounded up to whole seconds. */
@@ -364,6 +389,15 @@ export class Election {
       revision: `${rev!.create}:${res.header.revision}`,
     });
     return { ok: true, record };
+  }
+
+  /** revoke revokes a candidate's lease (deleting its key); a lease already gone is fine. */
+  private async revoke(c: Candidate): Promise<void> {
+    try {
+      await this.rpc.call('lease revoke', (o) => this.rpc.client.leaseClient.leaseRevoke({ ID: c.leaseId }, o));
+    } catch (err) {
+      if (!leaseGone(err)) throw err;
+    }
   }
 
   /** retire forgets a candidate and revokes its lease (deleting its key, if still there). */

@@ -23,7 +23,7 @@
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { InvalidConfigError, StoreClosedError } from '../../core/errors.js';
-import type { LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
+import type { CampaignResult, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
 import { CandidateRegistry, type Candidate } from './candidates.js';
 import { inChunks } from './chunks.js';
 import { Rpc, createClient } from './client.js';
@@ -54,14 +54,9 @@ const WATCH_READS_IN_FLIGHT = 64;
 /** EtcdStore is a LeaseStore over etcd's election protocol (see the header comment). */
 export class EtcdStore implements LeaseStore {
   readonly kind = 'etcd';
-  readonly capabilities: StoreCapabilities = Object.freeze({
-    notify: true,
-    batchRenew: true,
-    list: true,
-    serverExpiry: true,
-    leaseGranularityMs: 1000,
-    ledger: true,
-  });
+  readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: true, leaseGranularityMs: 1000 });
+  /** queue: etcd's election is a queue (see Election): candidates campaign here, `write` never acquires. */
+  readonly queue: LeaseQueue;
   readonly ledger: EtcdLedger;
   readonly layout: KeyLayout;
   private readonly rpc: Rpc;
@@ -98,6 +93,17 @@ export class EtcdStore implements LeaseStore {
     this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock, seen) => this.watches.get(lock)?.refresh(seen));
     this.hub = new WatchHub(this.rpc);
     this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
+    this.queue = Object.freeze({
+      campaign: async (lock: string, candidate: LeaseWrite): Promise<CampaignResult> => {
+        this.guard();
+        if (candidate.holder === null) throw new InvalidConfigError('etcd: a campaign needs a holder');
+        return this.election.campaign(lock, candidate);
+      },
+      withdraw: async (lock: string, holder: string): Promise<void> => {
+        this.guard();
+        return this.election.withdraw(lock, holder);
+      },
+    });
   }
 
   async read(lock: string): Promise<LeaseRecord | null> {
@@ -106,16 +112,13 @@ export class EtcdStore implements LeaseStore {
   }
 
   /**
-   * write: with `newTerm`, campaign (succeeds iff this candidate's key is the lowest; otherwise
-   * the key stays queued and the leader's record comes back); without, a renewal, a step-down
-   * flag change, or (holder null) a release — each compared with `expected`.
+   * write is a compare-and-set of the lock's leader key: a renewal, a step-down flag change, or
+   * (holder null) a release — each compared with `expected`. It never acquires: a write with
+   * `newTerm` is refused with the current leader (candidates enqueue through `queue.campaign`).
    */
   async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
     this.guard();
-    if (next.newTerm) {
-      if (next.holder === null) throw new InvalidConfigError('etcd: an acquisition needs a holder');
-      return this.election.campaign(lock, next);
-    }
+    if (next.newTerm) return { ok: false, current: await this.election.read(lock) };
     return this.election.update(lock, expected, next);
   }
 
@@ -139,10 +142,11 @@ export class EtcdStore implements LeaseStore {
       subscribed = false;
       const lw = this.watches.get(lock);
       if (lw !== w) return;
-      // Its elector stopped: candidates of this lock still queued here would otherwise hold a
-      // place in the queue nobody claims. Electors still running queue again when they campaign.
-      for (const c of this.registry.ofLock(lock)) if (c.state !== 'leading') void this.election.retire(c);
       if (w.remove(listener)) {
+        // Nobody here watches the lock any more: candidates of it still queued would hold a
+        // place nobody claims. (A stopping elector withdraws its own; this catches the rest. Its
+        // siblings on the handle keep theirs: retiring them made each queue again at once.)
+        for (const c of this.registry.ofLock(lock)) if (c.state !== 'leading') void this.election.retire(c);
         w.close();
         this.watches.delete(lock);
       }

@@ -236,7 +236,7 @@ export class LockWatch {
     }
     if (target.kind === 'leader') {
       // The leader's value changed (e.g. the step-down flag): deliver it, unless it is one of
-      // our own unclaimed candidates, which this handle presents as free.
+      // our own unclaimed candidates: its elector is only told to look (and campaign to claim).
       const own = this.registry.withKey(last.kv.key);
       this.emit(own && own.state !== 'leading' ? undefined : toRecord(this.lock, last.kv));
     }

@@ -65,7 +65,7 @@ const FLOOR_ATTEMPTS = 5;
 /** K8sStore keeps leases in Kubernetes Lease objects (see the header comment). */
 export class K8sStore implements LeaseStore {
   readonly kind = 'k8s';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: false, list: true, serverExpiry: false, ledger: true });
+  readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: false });
   readonly tuning: Readonly<K8sTuning>;
   readonly namespace: string;
   readonly ledger: Ledger;

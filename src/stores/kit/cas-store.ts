@@ -63,11 +63,7 @@ export class CasStore implements LeaseStore {
     this.guard = new ClosedGuard(cas.name);
     this.listeners = new ListenerRegistry((lock) => this.subscribe(lock));
     this.capabilities = Object.freeze({
-      notify: typeof cas.watch === 'function',
-      batchRenew: typeof cas.replaceMany === 'function',
-      list: true,
       serverExpiry: false,
-      ledger: true,
       ...(options.leaseGranularityMs ? { leaseGranularityMs: options.leaseGranularityMs } : {}),
     });
     if (cas.replaceMany) this.renewMany = (requests) => this.renewBatch(requests);

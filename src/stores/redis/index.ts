@@ -57,7 +57,7 @@ export interface RedisStoreOptions {
 /** RedisStore implements the store contract on Redis; see the header comment for its keys. */
 export class RedisStore implements LeaseStore {
   readonly kind = 'redis';
-  readonly capabilities: StoreCapabilities = Object.freeze({ notify: true, batchRenew: true, list: true, serverExpiry: true, ledger: true });
+  readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: true });
   readonly ledger: RedisLedger;
   readonly prefix: string;
   readonly timeoutMs: number;

@@ -1,9 +1,9 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LeaseRecord } from '../../core/store.js';
-import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
-/** Notification: a watcher on another handle hears about acquisition and release. */
+/** notifyTests registers notification: a watcher on another handle hears about acquisition and release; an unsubscribed one hears nothing. */
 export function notifyTests(o: ConformanceOptions): void {
   describe(`${o.name}: notification`, () => {
     const handles = new Handles(o.makeStore);
@@ -16,7 +16,7 @@ export function notifyTests(o: ConformanceOptions): void {
       const off = watcher.watch!(lock, (r) => seen.push(r));
       try {
         await new Promise((r) => setTimeout(r, 200)); // let a subscription settle
-        const r = await writer.write(lock, null, acquireWrite('alice'));
+        const r = await acquire(writer, lock, null, acquireWrite('alice'));
         assert.ok(r.ok);
         await waitFor(() => seen.length > 0, 3000, 'notification of acquisition');
         const n = seen.length;
@@ -36,7 +36,7 @@ export function notifyTests(o: ConformanceOptions): void {
       let calls = 0;
       const off = watcher.watch!(lock, () => calls++);
       off();
-      assert.ok((await writer.write(lock, null, acquireWrite('alice'))).ok);
+      assert.ok((await acquire(writer, lock, null, acquireWrite('alice'))).ok);
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(calls, 0);
     });

@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import type { LeaseStore } from '../../core/store.js';
 import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions } from './context.js';
 
-/** Create-if-absent, compare-and-set, release and batch renewal: the atomic record operations. */
+/**
+ * recordTests registers the atomic record operations: create-if-absent, compare-and-set, release,
+ * the step-down flag, batch renewal (`batchRenew`) and listing (`list`).
+ */
 export function recordTests(o: ConformanceOptions, caps: { batchRenew: boolean; list: boolean; serverExpiry: boolean }): void {
   describe(`${o.name}: create and compare-and-set`, () => {
     const handles = new Handles(o.makeStore);
@@ -65,6 +68,18 @@ export function recordTests(o: ConformanceOptions, caps: { batchRenew: boolean; 
       const stale = await b.write(lock, first.record.revision, acquireWrite('bob'));
       assert.equal(stale.ok, false);
       assert.equal((await b.read(lock))?.holder, 'alice');
+    });
+
+    it('a stale expected on a free lock is refused', async () => {
+      const lock = uniqueLock('stale-free');
+      const first = await a.write(lock, null, acquireWrite('alice'));
+      assert.ok(first.ok);
+      assert.ok((await a.write(lock, first.record.revision, keepWrite(null))).ok);
+      // The lock is free now, at another revision (or gone): the old revision must not win it.
+      const stale = await b.write(lock, first.record.revision, acquireWrite('bob', 5000, 2));
+      assert.equal(stale.ok, false);
+      const after = await b.read(lock);
+      assert.ok(after === null || after.holder === null, 'the lock is still free');
     });
 
     it('concurrent acquisitions of a released lease: exactly one wins', async () => {

@@ -1,0 +1,86 @@
+import type { Clock } from './clock.js';
+import type { Timing } from './options.js';
+import type { HolderMetadata, LeaseRecord, LeaseStore } from './store.js';
+
+/** StopReason tells why a leader stopped leading. */
+export type StopReason =
+  /** `stop()` was called. */
+  | 'stopped'
+  /** `resign()` was called: released so another candidate can take over. */
+  | 'resigned'
+  /** Someone asked the holder to step down through the record. */
+  | 'step-down-requested'
+  /** No successful renewal within renewDeadline; stepped down on its own clock. */
+  | 'renew-deadline'
+  /** The store showed another holder or a newer term. */
+  | 'lost';
+
+/** ElectedEvent starts a leadership. */
+export interface ElectedEvent {
+  readonly term: number;
+  /** Aborted (with a LeaseLostError) the moment this leadership ends, at its deadline at the latest. */
+  readonly signal: AbortSignal;
+}
+/** StoppedEvent ends a leadership; always follows its ElectedEvent. */
+export interface StoppedEvent {
+  readonly term: number;
+  readonly reason: StopReason;
+  /** With 'step-down-requested': the reason the requester gave (requestStepDown's `reason`). */
+  readonly note?: string;
+}
+/** LeaderEvent is who leads, as a candidate last saw it. */
+export interface LeaderEvent {
+  /** Current holder, or null when nobody holds the lease. */
+  readonly holder: string | null;
+  readonly term: number;
+  readonly isSelf: boolean;
+  readonly record: LeaseRecord | null;
+}
+/** RenewedEvent reports one successful renewal and how long its round trip took. */
+export interface RenewedEvent {
+  readonly term: number;
+  readonly durationMs: number;
+}
+
+/** ElectorEvents maps each event of a LeaderElector to its arguments. */
+export interface ElectorEvents {
+  elected: [ElectedEvent];
+  stopped: [StoppedEvent];
+  leader: [LeaderEvent];
+  renewed: [RenewedEvent];
+  storeError: [Error];
+}
+
+/** LeaderElectorOptions configures one candidate for one lock. */
+export interface LeaderElectorOptions extends Partial<Timing> {
+  /** The coordination store (see openStore). */
+  store: LeaseStore;
+  /** The lock's name: 1–200 of [A-Za-z0-9._:/-]. */
+  lock: string;
+  /** Unique per candidate. Default `<hostname>-<pid>-<random>`. */
+  identity?: string;
+  /** Release the lease on stop() so a standby takes over at once. Default true. */
+  releaseOnStop?: boolean;
+  /** Extra holder metadata recorded in the lease. */
+  metadata?: HolderMetadata;
+  /** Time source; real by default. */
+  clock?: Clock;
+  /** Random source in [0, 1) for jitter; Math.random by default. */
+  random?: () => number;
+}
+
+/** nextElected resolves with the next `elected` event of `emitter`, or rejects when `signal` aborts. */
+export function nextElected(emitter: { once(e: 'elected', f: (e: ElectedEvent) => void): unknown; off(e: 'elected', f: (e: ElectedEvent) => void): unknown }, signal?: AbortSignal): Promise<ElectedEvent> {
+  return new Promise((resolve, reject) => {
+    const onElected = (e: ElectedEvent) => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(e);
+    };
+    const onAbort = () => {
+      emitter.off('elected', onElected);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    emitter.once('elected', onElected);
+  });
+}
