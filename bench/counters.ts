@@ -298,3 +298,17 @@ export async function dynaliteCounter(statsUrl: string): Promise<ServerCounter> 
     async close() {},
   };
 }
+
+/** k8sCounter reads the fake API server's own request counts (see infra/fakes/k8s-api.ts). */
+export async function k8sCounter(counts: () => Promise<Record<string, number>>): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => new Map(Object.entries(await counts()));
+  await snapshot(); // fails here, at start, if the server has no counter
+  return {
+    source: 'fake API server GET /fake/stats (HTTP requests served by verb; a watch is one request)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}

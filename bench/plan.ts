@@ -14,7 +14,7 @@ import type { Results } from './results.js';
 import type { BenchStore, StoreKind } from './stores.js';
 
 /** MEASUREMENTS are the measurement names `--only` accepts, in run order. */
-export const MEASUREMENTS = ['rtt', 'handover', 'peers', 'failover', 'idle', 'herd', 'scale'] as const;
+export const MEASUREMENTS = ['rtt', 'handover', 'peers', 'failover', 'idle', 'herd', 'scale', 'shards'] as const;
 export type MeasurementName = (typeof MEASUREMENTS)[number];
 
 /** BenchPlan is the sizes of every measurement. */
@@ -39,6 +39,8 @@ export interface BenchPlan {
   scaleIntervals: number;
   herdCandidates: number;
   herdFailovers: number;
+  /** Shard groups: N shards over M member processes (measure/shards.ts). */
+  shardSizes: { shards: number; members: number }[];
 }
 
 /** BenchContext is handed to every measurement. */
@@ -61,6 +63,20 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 
 /** UsageError is a bad command line (exit 64). */
 export class UsageError extends Error {}
+
+/**
+ * shardSizes are the shard groups a full run measures: BENCH_SHARD_SIZES (N×M, comma-separated,
+ * e.g. 1000x20,10000x50), by default 1,000 shards over 20 members (see docs/shards.md, "Measured").
+ */
+function shardSizes(text = process.env.BENCH_SHARD_SIZES ?? '1000x20'): { shards: number; members: number }[] {
+  return text.split(',').map((w) => {
+    const [shards, members] = w.split('x').map(Number);
+    if (!Number.isInteger(shards) || !Number.isInteger(members) || shards! < 1 || shards! > 10_000 || members! < 2) {
+      throw new UsageError(`bench: BENCH_SHARD_SIZES: "${w}" is not SHARDSxMEMBERS (1–10000 shards, at least 2 members; e.g. 1000x20)`);
+    }
+    return { shards: shards!, members: members! };
+  });
+}
 
 /** parsePlan reads the command line; throws UsageError with a one-line reason. */
 export function parsePlan(argv: readonly string[]): BenchPlan {
@@ -90,7 +106,7 @@ export function parsePlan(argv: readonly string[]): BenchPlan {
     outDir: out ?? (official ? join(BENCH_DIR, 'results') : join(BENCH_DIR, 'results', 'scratch')),
   };
   if (quick) {
-    return { ...base, rttWrites: 200, handovers: 15, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1 };
+    return { ...base, rttWrites: 200, handovers: 15, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1, shardSizes: [{ shards: 100, members: 5 }] };
   }
-  return { ...base, rttWrites: 2000, handovers: 200, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3 };
+  return { ...base, rttWrites: 2000, handovers: 200, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3, shardSizes: shardSizes() };
 }

@@ -16,7 +16,10 @@ export type Metric =
   | 'leader_server_requests_per_renew'
   | 'cpu_percent'
   | 'rss_mb'
-  | 'ops_per_candidate_per_failover';
+  | 'ops_per_candidate_per_failover'
+  | 'shard_rebalance_ms'
+  | 'shards_moved'
+  | 'shard_store_rps';
 
 /** ResultRow is one measured (or computed) figure. */
 export interface ResultRow {

@@ -21,6 +21,7 @@ import { measureFailover } from './measure/failover.js';
 import { measureIdle } from './measure/idle.js';
 import { measureHerd } from './measure/herd.js';
 import { measureScale } from './measure/scale.js';
+import { measureShards } from './measure/shards.js';
 import { measurePeers } from './peers/index.js';
 
 let plan;
@@ -101,6 +102,7 @@ try {
   }
   await perStore('herd', 'thundering herd', (s) => measureHerd(ctx, s));
   await perStore('scale', 'many leases in one process', (s) => measureScale(ctx, s));
+  await perStore('shards', 'shard groups: N shards over M member processes', (s) => measureShards(ctx, s));
 } finally {
   for (const s of stores) await step(`stopping ${s.kind.name}`, () => s.store.stop());
   rmSync(dir, { recursive: true, force: true });

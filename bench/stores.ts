@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { azuriteCounter, dynaliteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, dynaliteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -33,6 +33,8 @@ export interface StoreKind {
   readonly scheme: string;
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
+  /** The most leases the scale measurement holds on it (a fake server that cannot carry more), with why. */
+  readonly scaleLimit?: { leases: number; why: string };
   start(dir: string): Promise<BenchStore>;
   /** A URL the store's parser accepts without any environment. Default `<scheme>://127.0.0.1:1`. */
   readonly probeUrl?: string;
@@ -50,6 +52,15 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
   { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
   { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
+  // A fake API server (no kube-apiserver can run here): figures show baton's request pattern,
+  // not a real control plane's latency.
+  {
+    name: 'k8s',
+    scheme: 'k8s',
+    notifies: true,
+    start: startK8sFake,
+    scaleLimit: { leases: 100, why: 'the fake API server rewrites its whole state file on every write, so beyond 100 leases the scale rows would measure the fake' },
+  },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
@@ -214,6 +225,21 @@ async function startDynalite(): Promise<BenchStore> {
     url: server.url('baton'),
     endpoint: server.endpoint,
     serverVersion: `dynalite ${version} (DynamoDB API on LevelDB; stands in for DynamoDB)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startK8sFake(): Promise<BenchStore> {
+  const server = await started(new K8sFakeServer());
+  const counter = await k8sCounter(() => server.requestCounts());
+  return {
+    name: 'k8s',
+    url: server.url(),
+    serverVersion: 'fake Kubernetes API server (infra/fakes/k8s-api.ts: HTTPS, Leases, state file written on every change)',
     counter,
     async stop() {
       await counter.close();

@@ -1,10 +1,12 @@
 /**
- * One chaos candidate: a real OS process running the library's LeaderElector over openStore,
+ * One chaos candidate: a real OS process running the library's LeaderElector (or, in shard
+ * mode, a ShardGroup member: chaos/leading.ts) over openStore,
  * started by the harness (`node --import tsx chaos/candidate.ts`, configured through the
  * CHAOS_CANDIDATE environment variable, see CandidateConfig).
  *
  * While `elector.isLeader()` says so — checked synchronously right before each write, as an
- * application would — it writes its fencing token to the register every few ms. It logs its
+ * application would — it writes its fencing token to the register every few ms (in shard mode,
+ * each owned shard's term to that shard's register). It logs its
  * leadership (elected / renewed with the new deadline / stopped) on the shared monotonic
  * timeline, and its wall-clock skew whenever that jumps, so the checker can confirm that
  * libfaketime jumps took effect.
@@ -13,12 +15,12 @@
  * hog); `stop` stops the elector (releasing the lease) and exits.
  */
 import { createInterface } from 'node:readline';
-import { LeaderElector } from '../src/core/elector.js';
 import { openStore } from '../src/stores/registry.js';
 import { errorMessage } from '../src/core/errors.js';
 import type { LeaseStore } from '../src/core/store.js';
-import { PERF_TO_MONO_MS, monoMs, sleepMs } from './clock.js';
+import { monoMs, sleepMs } from './clock.js';
 import { JsonlWriter, type CandidateEvent } from './events.js';
+import { electorLeading, shardLeading } from './leading.js';
 import { RegisterClient } from './register-client.js';
 
 /** CandidateConfig is what the harness passes in CHAOS_CANDIDATE (JSON). */
@@ -33,6 +35,8 @@ export interface CandidateConfig {
   retryPeriodMs: number;
   /** Interval between register writes while leading. */
   writeEveryMs: number;
+  /** Shard mode: run a ShardGroup member of group `lock` with this many shards. */
+  shards?: number;
 }
 
 const config = JSON.parse(process.env.CHAOS_CANDIDATE ?? 'null') as CandidateConfig | null;
@@ -77,26 +81,20 @@ async function openWithRetry(): Promise<LeaseStore> {
 }
 
 const store = await openWithRetry();
-const elector = new LeaderElector({
+const leadingOptions = {
   store,
   lock: config.lock,
   identity: config.identity,
   leaseDurationMs: config.leaseDurationMs,
   renewDeadlineMs: config.renewDeadlineMs,
   retryPeriodMs: config.retryPeriodMs,
-});
-const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
-elector.on('elected', ({ term }) => {
-  const w = elector.leadershipWindow();
-  emit({ ev: 'elected', t: monoMs(), wall: Date.now(), term, acquireStart: (w?.renewStartMs ?? NaN) + PERF_TO_MONO_MS, deadline: deadline() });
-});
-elector.on('renewed', ({ term, durationMs }) => emit({ ev: 'renewed', t: monoMs(), term, rttMs: durationMs, deadline: deadline() }));
-elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), wall: Date.now(), term, reason }));
-elector.on('leader', ({ holder, term }) => emit({ ev: 'leader', t: monoMs(), holder, term }));
-elector.on('storeError', (err) => {
-  errors++;
-  lastError = errorMessage(err);
-});
+  emit,
+  onStoreError(err: Error) {
+    errors++;
+    lastError = errorMessage(err);
+  },
+};
+const leading = config.shards ? shardLeading(leadingOptions, config.shards) : electorLeading(leadingOptions);
 
 // The register is reached through a proxy that partitions can reset: reconnect until stopped.
 const register = new RegisterClient(config.registerPort);
@@ -108,26 +106,29 @@ async function keepRegisterConnected(): Promise<void> {
   }
 }
 void keepRegisterConnected();
-let inFlight = false;
+/** Registers with a write in flight: one at a time per register, as one worker per shard would. */
+const inFlight = new Set<string>();
 const writeTimer = setInterval(() => {
-  if (inFlight || !register.connected) return;
+  if (!register.connected) return;
   // The check and the send happen in one synchronous step, as in an application.
-  if (!elector.isLeader()) return;
-  const term = elector.leadershipWindow()!.term;
-  inFlight = true;
-  void register.request(`W ${term} ${config.identity}`).then((answer) => {
-    inFlight = false;
-    if (answer.startsWith('STALE')) emit({ ev: 'fenced', t: monoMs(), term, newest: Number(answer.split(' ')[1]) });
-  });
+  for (const { key, term } of leading.writable()) {
+    const k = key ?? '';
+    if (inFlight.has(k)) continue;
+    inFlight.add(k);
+    void register.request(`W ${term} ${config.identity}${key ? ` ${key}` : ''}`).then((answer) => {
+      inFlight.delete(k);
+      if (answer.startsWith('STALE')) emit({ ev: 'fenced', t: monoMs(), term, newest: Number(answer.split(' ')[1]) });
+    });
+  }
 }, config.writeEveryMs);
 
-elector.start();
+leading.start();
 
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   clearInterval(writeTimer);
-  await Promise.race([elector.stop(), sleepMs(3000)]);
+  await Promise.race([leading.stop(), sleepMs(3000)]);
   await Promise.race([store.close(), sleepMs(1000)]);
   clearInterval(wallTimer);
   clearInterval(errorTimer);

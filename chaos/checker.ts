@@ -31,6 +31,8 @@ export interface RunMeta {
   timing: ChaosTiming;
   faultKinds: FaultKind[];
   command: string;
+  /** Shard mode: the group's shard count (each shard judged as a lock of its own: shard-check.ts). */
+  shards?: number;
 }
 
 /** FaultRecord is one injected fault with its timing (ms relative to the window start). */
@@ -52,6 +54,8 @@ export interface GapRecord {
   afterHealMs: number;
   fault?: { id: number; kind: FaultKind; variant: string };
   overBound: boolean;
+  /** Shard mode: the shard left without an owner. */
+  shard?: number;
 }
 
 /** ChaosResult is the checker's verdict; the JSON a run writes with --json. */
@@ -90,10 +94,30 @@ export interface ChaosResult {
   ok: boolean;
   command: string;
   logDir: string;
+  /** Shard mode: the verdict shard by shard. */
+  shards?: ShardVerdict[];
 }
 
-/** checkRun reads the logs in `dir` and returns the verdict. */
+/** ShardVerdict is one shard's part of a shard-mode verdict. */
+export interface ShardVerdict {
+  shard: number;
+  elections: number;
+  acceptedWrites: number;
+  acceptedStaleWrites: number;
+  rejectedStaleWrites: number;
+  /** Longest time without an owner after the fault that caused it healed. */
+  maxOwnerlessMs: number;
+  gapsOverBound: number;
+}
+
+/** checkRun reads the logs in `dir` and returns the verdict (of an ordinary run; shard runs: shard-check.ts). */
 export function checkRun(dir: string, meta: RunMeta): ChaosResult {
+  const { harness, register, candidates } = readRunLogs(dir);
+  return check(meta, harness, register, candidates, dir);
+}
+
+/** readRunLogs reads a run's three kinds of log. */
+export function readRunLogs(dir: string): { harness: HarnessEvent[]; register: RegisterEvent[]; candidates: Map<string, CandidateEvent[]> } {
   const harness = readJsonl<HarnessEvent>(join(dir, 'harness.jsonl'));
   const register = readJsonl<RegisterEvent>(join(dir, 'register.jsonl'));
   const candidates = new Map<string, CandidateEvent[]>();
@@ -101,7 +125,7 @@ export function checkRun(dir: string, meta: RunMeta): ChaosResult {
     const m = /^(c\d+\.\d+)\.jsonl$/.exec(name);
     if (m) candidates.set(m[1]!, readJsonl<CandidateEvent>(join(dir, name)));
   }
-  return check(meta, harness, register, candidates, dir);
+  return { harness, register, candidates };
 }
 
 /** check is checkRun on logs already read. */
@@ -111,6 +135,7 @@ export function check(
   register: RegisterEvent[],
   candidates: Map<string, CandidateEvent[]>,
   logDir = '',
+  options: { boundMs?: number } = {},
 ): ChaosResult {
   const { timing } = meta;
   const windowStart = harness.find((e) => e.ev === 'window' && e.edge === 'start')?.t ?? 0;
@@ -194,7 +219,7 @@ export function check(
     samples: rttSamples.length,
   };
   // A standby that polls (no notifications) may wait up to pollMs between looks, not retryPeriod.
-  const boundMs = round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
+  const boundMs = options.boundMs ?? round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
 
   // 7. Leaderless gaps. While the store itself is broken nobody can lead, so a gap that a store
   //    fault overlaps is charged to it and timed from its heal; any other gap is charged to the

@@ -5,6 +5,9 @@
  * - each candidate process writes `<identity>.jsonl` (CandidateEvent);
  * - the register writes `register.jsonl` (RegisterEvent): every accepted write, run-length
  *   encoded, and every rejected one;
+ *
+ * In shard mode (`--shards N`) a candidate's leadership events carry the `shard` they are about,
+ * and register events the register `key` (`s<shard>`) written to: one fenced register per shard.
  * - the harness writes `harness.jsonl` (HarnessEvent): processes started and ended, faults.
  */
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
@@ -16,10 +19,10 @@ export type CandidateEvent =
    * Won the lease: `acquireStart` is when the acquiring write was sent, `deadline` when
    * isLeader() turns false; `wall` is this process's (possibly faked) Date.now(), for people.
    */
-  | { ev: 'elected'; t: number; wall: number; term: number; acquireStart: number; deadline: number }
+  | { ev: 'elected'; t: number; wall: number; term: number; acquireStart: number; deadline: number; shard?: number }
   /** A successful renewal: its round trip and the new deadline. */
-  | { ev: 'renewed'; t: number; term: number; rttMs: number; deadline: number }
-  | { ev: 'stopped'; t: number; wall: number; term: number; reason: string }
+  | { ev: 'renewed'; t: number; term: number; rttMs: number; deadline: number; shard?: number }
+  | { ev: 'stopped'; t: number; wall: number; term: number; reason: string; shard?: number }
   /** The elector saw a different holder or term in the record (null holder: free). */
   | { ev: 'leader'; t: number; holder: string | null; term: number }
   /** The register refused a write this candidate sent while isLeader() was true. */
@@ -35,9 +38,9 @@ export type CandidateEvent =
 /** RegisterEvent is one line of the register's log. */
 export type RegisterEvent =
   /** `n` consecutive accepted writes with token `token` from `from`, between t0 and t1. */
-  | { ev: 'accepted'; token: number; from: string; t0: number; t1: number; n: number }
+  | { ev: 'accepted'; token: number; from: string; t0: number; t1: number; n: number; key?: string }
   /** A write refused because `newest` had already been accepted. */
-  | { ev: 'rejected'; t: number; token: number; from: string; newest: number };
+  | { ev: 'rejected'; t: number; token: number; from: string; newest: number; key?: string };
 
 /** FaultKind names a kind of fault the harness injects. */
 export type FaultKind = 'kill' | 'pause' | 'store' | 'partition' | 'clock' | 'stall';

@@ -113,8 +113,10 @@ export class FaultInjector {
     switch (plan.kind) {
       case 'store': {
         const variant = store.faultVariants[Math.floor(plan.variantDraw * store.faultVariants.length)]!;
-        inject(variant);
+        // Logged once the break has taken hold: taking SQLite's exclusive lock waits for the
+        // writers in progress, and renewals served meanwhile are not evidence against the fault.
         await store.breakStore(variant);
+        inject(variant);
         await sleepMs(plan.holdMs);
         await store.mendStore(variant);
         return heal('store answers');

@@ -32,6 +32,8 @@ export interface FleetOptions {
   registerPortFor(slot: number): number;
   timing: ChaosTiming;
   writeEveryMs: number;
+  /** Shard mode: each candidate runs a ShardGroup member of group `lock` with this many shards. */
+  shards?: number;
   /** storeUrlFor gives slot i's store URL (through its proxy for network stores). */
   storeUrlFor(slot: number): string;
   /** Wall-clock offsets (libfaketime syntax, e.g. "+1h") per slot; undefined runs without libfaketime. */
@@ -100,6 +102,7 @@ export class Fleet {
       logPath: join(o.dir, `${s.identity}.jsonl`),
       ...o.timing,
       writeEveryMs: o.writeEveryMs,
+      shards: o.shards,
     };
     const env: NodeJS.ProcessEnv = { ...process.env, CHAOS_CANDIDATE: JSON.stringify(config) };
     const offset = o.wallOffsets?.[slot];

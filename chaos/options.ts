@@ -18,6 +18,8 @@ export interface ChaosOptions {
   seed: number;
   timing: ChaosTiming;
   writeEveryMs: number;
+  /** Shard mode: candidates run a ShardGroup of this many shards (each with its own fenced register). */
+  shards?: number;
   json?: string;
   keepLogs: boolean;
   /** Re-check the logs of an earlier run instead of running. */
@@ -39,7 +41,8 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     .option('--lease <d>', 'lease duration (default per store: 1s, etcd 2s)')
     .option('--renew-deadline <d>', 'renew deadline (default 60% of the lease)')
     .option('--retry-period <d>', 'retry period (default 25% of the lease)')
-    .option('--write-every <d>', 'interval between a leader\'s register writes', '5ms')
+    .option('--write-every <d>', 'interval between a leader\'s register writes (default 5ms; with --shards, 20ms per shard)')
+    .option('--shards <n>', 'shard mode: candidates run a ShardGroup of n shards (1–256), one fenced register per shard')
     .option('--json <file>', 'write the full result as JSON')
     .option('--keep-logs', 'keep the run\'s logs even when it passes')
     .option('--check <dir>', 're-check the logs an earlier run kept, without running')
@@ -74,7 +77,10 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     renewDeadlineMs: text('renewDeadline') !== undefined ? parseDuration(text('renewDeadline')!, '--renew-deadline') : scaled ? Math.round(lease * 0.6) : kind.timing.renewDeadlineMs,
     retryPeriodMs: text('retryPeriod') !== undefined ? parseDuration(text('retryPeriod')!, '--retry-period') : scaled ? Math.round(lease * 0.25) : kind.timing.retryPeriodMs,
   });
-  const writeEveryMs = parseDuration(text('writeEvery')!, '--write-every');
+  const shardsText = text('shards');
+  const shards = shardsText === undefined ? undefined : Number(shardsText);
+  if (shards !== undefined && !(Number.isInteger(shards) && shards >= 1 && shards <= 256)) throw new UsageError(`chaos: --shards must be a whole number from 1 to 256, got "${shardsText}"`);
+  const writeEveryMs = parseDuration(text('writeEvery') ?? (shards ? '20ms' : '5ms'), '--write-every');
   if (writeEveryMs < 1) throw new UsageError('chaos: --write-every must be at least 1ms');
   return {
     kind,
@@ -90,6 +96,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
       ...(kind.queue ? { queue: true } : {}),
     },
     writeEveryMs,
+    shards,
     json: text('json'),
     keepLogs: o.keepLogs === true,
     checkDir,

@@ -1,7 +1,8 @@
 /**
  * The register's log replayed independently of the register: the register enforces "not older
  * than the newest", and this checks both that it did and what it cannot see — the same token
- * accepted from two processes, which only a reused term can cause.
+ * accepted from two processes, which only a reused term can cause. Each key (shard) is a
+ * register of its own.
  */
 import type { RegisterEvent } from './events.js';
 
@@ -22,8 +23,7 @@ export function replayRegister(log: readonly RegisterEvent[]): {
   rejectedStaleWrites: number;
   stale: StaleWrite[];
 } {
-  let newest = -1;
-  let newestFrom = '';
+  const newestOf = new Map<string, { token: number; from: string }>();
   let acceptedWrites = 0;
   let acceptedStaleWrites = 0;
   let rejectedStaleWrites = 0;
@@ -34,12 +34,12 @@ export function replayRegister(log: readonly RegisterEvent[]): {
       continue;
     }
     acceptedWrites += e.n;
-    if (e.token < newest || (e.token === newest && e.from !== newestFrom)) {
+    const newest = newestOf.get(e.key ?? '') ?? { token: -1, from: '' };
+    if (e.token < newest.token || (e.token === newest.token && e.from !== newest.from)) {
       acceptedStaleWrites += e.n;
-      stale.push({ token: e.token, from: e.from, newest, newestFrom, t: e.t0, n: e.n });
+      stale.push({ token: e.token, from: e.from, newest: newest.token, newestFrom: newest.from, t: e.t0, n: e.n });
     } else {
-      newest = e.token;
-      newestFrom = e.from;
+      newestOf.set(e.key ?? '', { token: e.token, from: e.from });
     }
   }
   return { acceptedWrites, acceptedStaleWrites, rejectedStaleWrites, stale };

@@ -10,8 +10,11 @@
  * accepted: a downstream cannot tell two holders of one token apart, so the checker looks for
  * that case in the log instead (it would mean the store reused a term).
  *
+ * It keeps one register per key (shard mode writes shard s to key `s<s>`; a write without a key
+ * goes to the single register of an ordinary run); each is fenced on its own.
+ *
  * Protocol, one line each way:
- *   W <token> <from>   →  OK | STALE <newest>
+ *   W <token> <from> [<key>]  →  OK | STALE <newest>
  *   Q                  →  L <from|-> <token> <msSinceLastAccept>   (who the register last heard)
  *   END                →  BYE, after the log is flushed; then the process exits
  */
@@ -26,38 +29,44 @@ if (!logPath) {
 }
 const log = new JsonlWriter<RegisterEvent>(logPath);
 
-let newest = -1;
-/** The run of accepted writes being counted; written out when token or writer changes. */
-let run: { token: number; from: string; t0: number; t1: number; n: number } | undefined;
+type Run = { token: number; from: string; t0: number; t1: number; n: number };
+/** Per key: the newest token accepted, and the run of accepted writes being counted (written out when token or writer changes). */
+const registers = new Map<string, { newest: number; run?: Run }>();
+/** The latest accepted write, whatever its key (what Q answers). */
+let last: Run | undefined;
 
-function flushRun(): void {
-  if (run) log.write({ ev: 'accepted', ...run });
-  run = undefined;
+function flushRun(key: string): void {
+  const r = registers.get(key);
+  if (r?.run) log.write({ ev: 'accepted', ...r.run, ...(key ? { key } : {}) });
+  if (r) r.run = undefined;
 }
 
-function write(token: number, from: string): string {
+function write(token: number, from: string, key: string): string {
   const t = monoMs();
-  if (token < newest) {
-    log.write({ ev: 'rejected', t, token, from, newest });
-    return `STALE ${newest}`;
+  let r = registers.get(key);
+  if (!r) registers.set(key, (r = { newest: -1 }));
+  if (token < r.newest) {
+    log.write({ ev: 'rejected', t, token, from, newest: r.newest, ...(key ? { key } : {}) });
+    return `STALE ${r.newest}`;
   }
-  newest = token;
-  if (run && run.token === token && run.from === from) {
-    run.t1 = t;
-    run.n++;
+  r.newest = token;
+  if (r.run && r.run.token === token && r.run.from === from) {
+    r.run.t1 = t;
+    r.run.n++;
   } else {
-    flushRun();
-    run = { token, from, t0: t, t1: t, n: 1 };
+    flushRun(key);
+    r.run = { token, from, t0: t, t1: t, n: 1 };
   }
+  last = r.run;
   return 'OK';
 }
 
 function handle(line: string, socket: Socket): void {
-  const [cmd, a, b] = line.trim().split(' ');
+  const [cmd, a, b, key] = line.trim().split(' ');
   if (cmd === 'W' && a !== undefined && b !== undefined && /^\d+$/.test(a)) {
-    socket.write(write(Number(a), b) + '\n');
+    socket.write(write(Number(a), b, key ?? '') + '\n');
   } else if (cmd === 'Q') {
-    socket.write(run ? `L ${run.from} ${run.token} ${Math.round(monoMs() - run.t1)}\n` : 'L - -1 -1\n');
+    socket.write(last ? `L ${last.from} ${last.token} ${Math.round(monoMs() - last.t1)}\n` : 'L - -1 -1\n');
   } else if (cmd === 'END') {
     shutdown(() => socket.end('BYE\n'));
   } else {
@@ -86,7 +95,7 @@ let ended = false;
 function shutdown(then?: () => void): void {
   if (ended) return;
   ended = true;
-  flushRun();
+  for (const key of registers.keys()) flushRun(key);
   log.close();
   then?.();
   server.close();

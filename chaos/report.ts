@@ -28,9 +28,10 @@ export function renderReport(r: ChaosResult): string {
     `| closest handover (old leader's end → next acquiring write) | ${ms(r.minHandoverMarginMs)} |`,
     `| two processes believed they led | ${ms(r.believedOverlapMs)}${longest(r.believedOverlaps)}${byKind(r.believedOverlapByFault)} |`,
     `| store RTT (renewals outside faults) | p50 ${ms(r.rttMs.p50)}, p99 ${ms(r.rttMs.p99)}, max ${ms(r.rttMs.max)} (${r.rttMs.samples} samples) |`,
-    `| gap bound (lease + ${t.pollMs ? `longest poll wait ${t.pollMs} ms` : 'retry'} + RTT p99) | ${ms(r.boundMs)} |`,
+    `| gap bound (lease + ${t.pollMs ? `longest poll wait ${t.pollMs} ms` : 'retry'} + RTT p99${r.shards ? ' + retry (member found dead)' : ''}) | ${ms(r.boundMs)} |`,
     `| longest leaderless gap after a heal | ${ms(r.maxLeaderlessMs)} |`,
     `| gaps over the bound | ${r.gapsOverBound.length} |`,
+    ...(r.shards ? [shardLine(r)] : []),
     `| faults | ${FAULT_KINDS.filter((k) => r.faults[k] > 0).map((k) => `${k} ${r.faults[k]}`).join(', ') || 'none'} |`,
     '',
   ];
@@ -40,7 +41,7 @@ export function renderReport(r: ChaosResult): string {
     for (const v of r.termViolations) lines.push(`  - ${v.identity} acquired term ${v.term} at ${v.atMs} ms; ${v.previousMax} had been granted before`);
     for (const h of r.handoversTooEarly) lines.push(`  - ${h.to} started acquiring at ${h.atMs} ms, ${ms(-h.marginMs)} before ${h.from} stopped`);
     for (const o of r.leaseOverlaps) lines.push(`  - at ${o.startMs} ms for ${ms(o.ms)}: ${o.who.join(', ')}`);
-    for (const g of r.gapsOverBound) lines.push(`  - gap at ${g.startMs} ms: ${ms(g.afterHealMs)} after heal (fault ${g.fault ? `#${g.fault.id} ${g.fault.kind} ${g.fault.variant}` : 'none'})`);
+    for (const g of r.gapsOverBound) lines.push(`  - ${g.shard !== undefined ? `shard ${g.shard}: ` : ''}gap at ${g.startMs} ms: ${ms(g.afterHealMs)} after heal (fault ${g.fault ? `#${g.fault.id} ${g.fault.kind} ${g.fault.variant}` : 'none'})`);
     for (const f of r.faultsNotSeen) lines.push(`  - ${f}`);
     lines.push('');
   }
@@ -48,11 +49,22 @@ export function renderReport(r: ChaosResult): string {
     lines.push('### Faults', '', '| # | at | kind | variant | target | healed | leaderless (after heal) |', '|---|---|---|---|---|---|---|');
     for (const f of r.faultLog) {
       const gaps = r.gaps.filter((g) => g.fault?.id === f.id);
-      const gap = gaps.length ? gaps.map((g) => `${ms(g.ms)} (${ms(g.afterHealMs)})${g.overBound ? ' **over**' : ''}`).join('; ') : '–';
+      // Shard mode: the longest per fault (every shard the fault touched has a gap).
+      const shown = r.shards ? [...gaps].sort((a, b) => b.afterHealMs - a.afterHealMs).slice(0, 1) : gaps;
+      const more = gaps.length > shown.length ? ` (longest of ${gaps.length} shards' gaps)` : '';
+      const gap = shown.length ? shown.map((g) => `${g.shard !== undefined ? `s${g.shard} ` : ''}${ms(g.ms)} (${ms(g.afterHealMs)})${g.overBound ? ' **over**' : ''}`).join('; ') + more : '–';
       lines.push(`| ${f.id} | ${f.atMs} ms | ${f.kind} | ${f.variant} | ${f.target ?? 'store'} | ${f.healedAtMs ?? '–'} ms | ${gap} |`);
     }
     lines.push('');
   }
   lines.push(`Replay: \`${r.command}\``, `Logs: ${r.logDir || '(removed)'}`);
   return lines.join('\n') + '\n';
+}
+
+/** shardLine sums up a shard-mode run: per-shard stale writes and the slowest re-ownership. */
+function shardLine(r: ChaosResult): string {
+  const v = r.shards!;
+  const stale = v.filter((s) => s.acceptedStaleWrites > 0).length;
+  const slowest = [...v].sort((a, b) => b.maxOwnerlessMs - a.maxOwnerlessMs)[0];
+  return `| shards | ${v.length}: accepted stale writes in ${stale} shard(s); every shard owned in the window: ${v.every((s) => s.elections > 0) ? 'yes' : 'no'}; longest ownerless after a heal ${slowest ? `${slowest.maxOwnerlessMs} ms (shard ${slowest.shard})` : '–'} |`;
 }

@@ -1,6 +1,10 @@
 /**
  * chaos/run.ts — `npm run chaos -- --store KIND [--candidates N] [--duration D] [--faults LIST]
- * [--seed S] [--json FILE]`: a Jepsen-style hunt for mutual-exclusion violations.
+ * [--seed S] [--shards N] [--json FILE]`: a Jepsen-style hunt for mutual-exclusion violations.
+ *
+ * With --shards N the candidates are members of one ShardGroup (src/shards/) instead of
+ * electors of one lock; every shard has its own fenced register and is judged as a lock of its
+ * own (shard-check.ts).
  *
  * It starts the store's server (infra/servers/), the fenced register, one partition
  * proxy per candidate for network stores, and N candidate processes; injects the seeded fault
@@ -21,6 +25,7 @@ import { BatonError, StoreUnavailableError, errorMessage } from '../src/core/err
 import { ExitCode, exitCodeFor } from '../src/cli/exit-codes.js';
 import { monoMs, sleepMs } from './clock.js';
 import { checkRun, type ChaosResult, type RunMeta } from './checker.js';
+import { checkShardRun } from './shard-check.js';
 import { JsonlWriter, type HarnessEvent } from './events.js';
 import { FaultInjector, WALL_OFFSETS, planFaults, type CandidateLinks } from './faults.js';
 import { Fleet } from './fleet.js';
@@ -33,6 +38,8 @@ import type { RunningStore } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LOCK = 'chaos/leader';
+/** The shard group of a shard-mode run: shard i is the lock `chaos/shard/i`. */
+const GROUP = 'chaos';
 
 /** cleanups run in reverse on exit, including Ctrl-C. */
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -46,10 +53,11 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     timing: o.timing,
     faultKinds: o.faults,
     command: replayCommand(o),
+    ...(o.shards ? { shards: o.shards } : {}),
   };
   writeFileSync(join(dir, 'run.json'), JSON.stringify(meta, null, 2));
   const log = new JsonlWriter<HarnessEvent>(join(dir, 'harness.jsonl'));
-  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates, ${exactDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
+  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates${o.shards ? ` × ${o.shards} shards` : ''}, ${exactDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
 
   let store: RunningStore;
   try {
@@ -82,7 +90,8 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const fleet = new Fleet({
     count: o.candidates,
     dir,
-    lock: LOCK,
+    lock: o.shards ? GROUP : LOCK,
+    shards: o.shards,
     registerPortFor: (slot) => (proxies ? proxies[slot]!.register.port : registerPort),
     timing: o.timing,
     writeEveryMs: o.writeEveryMs,
@@ -124,7 +133,7 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   await runCleanups();
   log.close();
   debug('checking');
-  return checkRun(dir, meta);
+  return meta.shards ? checkShardRun(dir, meta) : checkRun(dir, meta);
 }
 
 /** startRegister runs chaos/register.ts as its own process and resolves with its port. */
@@ -158,6 +167,7 @@ function replayCommand(o: ChaosOptions): string {
     `--faults ${o.faults.join(',') || 'none'}`,
     `--seed ${o.seed}`,
     `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,
+    ...(o.shards ? [`--shards ${o.shards} --write-every ${o.writeEveryMs}ms`] : []),
   ].join(' ');
 }
 
@@ -194,7 +204,7 @@ async function main(): Promise<number> {
   let result: ChaosResult;
   if (o.checkDir) {
     const meta = JSON.parse(readFileSync(join(o.checkDir, 'run.json'), 'utf8')) as RunMeta;
-    result = checkRun(o.checkDir, meta);
+    result = meta.shards ? checkShardRun(o.checkDir, meta) : checkRun(o.checkDir, meta);
   } else {
     result = await runChaos(o);
     if (result.ok && !o.keepLogs) {

@@ -8,9 +8,15 @@
  * exclusive write transaction on the database file (`lock`), which is what another process
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
+ *
+ * Kubernetes runs against the fake API server (infra/fakes/k8s-api.ts, a fake because no
+ * kube-apiserver can run here). Its store URL names a kubeconfig, and a kubeconfig names the
+ * server's address, so each partition proxy gets its own kubeconfig naming the proxy's port
+ * (the server certificate is for IP 127.0.0.1, whatever the port).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, MariaDBServer, type ManagedServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -93,6 +99,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
   // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
   dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite },
+  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake },
   // A three-member etcd cluster: the store fault kills one member (the next one each time) or
   // freezes it; the cluster keeps a quorum, so leadership must continue or move within the bound.
   'etcd-cluster': {
@@ -126,17 +133,37 @@ export function isRegistered(kind: ChaosStoreKind): boolean {
 /** startServer starts a network store's server; `urlAt` builds its URL for a port when `server.url` cannot be rewritten by port. */
 async function startServer(server: ManagedServer & { url: string | ((...args: never[]) => string) }, urlAt?: (port: number) => string): Promise<RunningStore> {
   await server.start();
-  // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
-  let stopped = false;
-  return {
-    url: urlAt ? urlAt(server.port) : String(server.url),
-    port: server.port,
-    urlVia(port) {
-      if (urlAt) return urlAt(port);
+  const via =
+    urlAt ??
+    ((port: number) => {
       const u = new URL(String(server.url));
       u.port = String(port);
       return u.toString();
-    },
+    });
+  return running(server, via(server.port), via);
+}
+
+async function startK8sFake(): Promise<RunningStore> {
+  const server = new K8sFakeServer();
+  await server.start();
+  const kubeconfig = readFileSync(server.kubeconfig, 'utf8');
+  const direct = `server: ${server.server}`;
+  if (!kubeconfig.includes(direct)) throw new Error(`the fake's kubeconfig does not name ${server.server}`);
+  return running(server, server.url(), (port) => {
+    const path = join(server.dir, `kubeconfig-via-${port}`);
+    writeFileSync(path, kubeconfig.replace(direct, `server: https://127.0.0.1:${port}`));
+    return `k8s://default?kubeconfig=${encodeURIComponent(path)}`;
+  });
+}
+
+/** running is a started managed server as the harness breaks and mends it (restart or freeze). */
+function running(server: ManagedServer, url: string, urlVia: (port: number) => string): RunningStore {
+  // A fault being healed while the run is torn down (Ctrl-C) must not start an orphan server.
+  let stopped = false;
+  return {
+    url,
+    port: server.port,
+    urlVia,
     faultVariants: ['restart', 'freeze'],
     async breakStore(variant) {
       if (variant !== 'freeze') return server.kill();

@@ -25,6 +25,9 @@
  * its objects and resourceVersion intact, and frozen with SIGSTOP. A test-only endpoint,
  * POST /fake/cut, drops every open connection (a cut network without a restart); another,
  * POST /fake/slow?ms=N, holds every write for N ms first, so a cut can catch writes in flight.
+ * GET /fake/stats answers the requests served so far by verb (get, list, watch, create, update,
+ * delete, other), for the bench: the server's own request counter, as Redis's MONITOR or
+ * PostgreSQL's pg_stat_statements are for those stores. The /fake/ requests are not counted.
  *
  * Usage: node --import tsx infra/fakes/k8s-api.ts --port P --state FILE --cert F --key F --token T [--client-ca F] [--history N]
  */
@@ -295,6 +298,16 @@ function discovery(path: string): unknown {
 }
 
 const sockets = new Set<Socket>();
+/** Requests served, by Kubernetes verb (what an audit log would name them). */
+const requests: Record<string, number> = {};
+
+function verbOf(method: string | undefined, url: URL): string {
+  const m = LEASES.exec(url.pathname);
+  if (!m) return 'other';
+  if (method === 'GET') return url.searchParams.get('watch') === '1' || url.searchParams.get('watch') === 'true' ? 'watch' : m[2] === undefined ? 'list' : 'get';
+  return ({ POST: 'create', PUT: 'update', DELETE: 'delete' } as Record<string, string>)[method ?? ''] ?? 'other';
+}
+
 // Client certificates signed by --client-ca authenticate too (as the real server's --client-ca-file).
 const clientCa = args.get('client-ca');
 const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: readFileSync(args.get('key')!), ...(clientCa ? { ca: readFileSync(clientCa), requestCert: true, rejectUnauthorized: false } : {}) }, (req, res) => {
@@ -307,6 +320,14 @@ const server = https.createServer({ cert: readFileSync(args.get('cert')!), key: 
   };
   const certified = clientCa !== undefined && (req.socket as import('node:tls').TLSSocket).authorized === true;
   if (req.headers.authorization !== `Bearer ${token}` && !certified) return fail(new HttpError(401, 'Unauthorized', 'Unauthorized'));
+  if (req.method === 'GET' && url.pathname === '/fake/stats') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return res.end(JSON.stringify({ requests }));
+  }
+  if (!url.pathname.startsWith('/fake/')) {
+    const verb = verbOf(req.method, url);
+    requests[verb] = (requests[verb] ?? 0) + 1;
+  }
   if (req.method === 'POST' && url.pathname === '/fake/slow') {
     writeDelayMs = Number(url.searchParams.get('ms') ?? 0);
     res.writeHead(200).end('slow\n');

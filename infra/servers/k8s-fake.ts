@@ -6,12 +6,15 @@
  * Like the other managed servers it can be killed, restarted with its data, paused and resumed.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
 
 const FAKE = fileURLToPath(new URL('../fakes/k8s-api.ts', import.meta.url));
+/** LIBFAKETIME is Debian's libfaketime (package faketime), used to backdate the certificates. */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 /** K8sFakeServer: see the header comment. */
 export class K8sFakeServer extends ManagedServer {
@@ -56,26 +59,49 @@ export class K8sFakeServer extends ManagedServer {
     this.admin(`/fake/slow?ms=${ms}`);
   }
 
+  /** requestCounts is the server's own count of the requests it served, by verb (GET /fake/stats). */
+  requestCounts(): Promise<Record<string, number>> {
+    return new Promise((resolve, reject) => {
+      const req = https.get(`${this.server}/fake/stats`, { ca: this.ca, headers: { authorization: `Bearer ${this.token}` }, timeout: 30_000 }, (res) => {
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () => {
+          try {
+            resolve((JSON.parse(text) as { requests: Record<string, number> }).requests);
+          } catch {
+            reject(new Error(`k8s fake: /fake/stats answered ${res.statusCode}: ${text.slice(0, 200)}`));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('k8s fake: /fake/stats timed out')));
+      req.on('error', reject);
+    });
+  }
+
   private admin(path: string): void {
     const r = spawnSync('curl', ['-sS', '--max-time', '5', '--cacert', join(this.dir, 'ca.crt'), '-H', `Authorization: Bearer ${this.token}`, '-X', 'POST', `${this.server}${path}`], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${path} failed: ${r.stderr}`);
   }
 
   protected override async prepare(): Promise<void> {
+    // Backdated by two days where libfaketime is installed (OpenSSL 3.0 has no -not_before): a
+    // real API server's certificate was issued long ago, and a client whose wall clock runs
+    // hours behind (a chaos clock fault) must not find it "not yet valid".
+    const backdate = existsSync(LIBFAKETIME) ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: '-2d' } : {};
     const ssl = (...a: string[]) => {
-      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8' });
+      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8', env: { ...process.env, ...backdate } });
       if (r.status !== 0) throw new Error(`openssl ${a[0]} failed: ${r.stderr}`);
     };
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3', '-subj', '/CN=baton-fake-apiserver-ca',
+    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '5', '-subj', '/CN=baton-fake-apiserver-ca',
       '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
     ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
     writeFileSync(join(this.dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '3', '-extfile', 'server.ext');
+    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '5', '-extfile', 'server.ext');
     // A client certificate for user "baton-cert", signed by the same CA (kubeconfigWithCert).
     ssl('req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=baton-cert/O=baton');
     writeFileSync(join(this.dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
-    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '3', '-extfile', 'client.ext');
+    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '5', '-extfile', 'client.ext');
     const caData = readFileSync(join(this.dir, 'ca.crt')).toString('base64');
     writeFileSync(this.kubeconfig, [
       'apiVersion: v1',

@@ -28,12 +28,16 @@ export function nextAssignment(group: string, shards: number, previous: ShardAss
   if (members.length === 0) return { members, owners };
   const index = new Map(members.map((m, i) => [m, i] as const));
   const seeds = members.map((m) => hash32(`${group}\u0000${m}`));
-  const score = (s: number, m: number) => mix32(mix32(s + 0x9e3779b9) ^ seeds[m]!);
+  // score(s, m) = mix32(mix32(s + φ) ^ seed(m)); the shard half is computed once per shard.
+  const shardMix = new Uint32Array(shards);
+  for (let s = 0; s < shards; s++) shardMix[s] = mix32(s + 0x9e3779b9);
+  const score = (s: number, m: number) => mix32(shardMix[s]! ^ seeds[m]!);
   // Carry over owners that are still live.
   const held: number[][] = members.map(() => []);
+  const previousIndex = previous ? previous.members.map((name) => index.get(name)) : [];
   for (let s = 0; s < shards; s++) {
-    const name = previous?.members[previous.owners[s] ?? -1];
-    const m = name === undefined ? undefined : index.get(name);
+    const p = previous?.owners[s];
+    const m = p === undefined || p < 0 ? undefined : previousIndex[p];
     if (m !== undefined) held[m]!.push(s);
   }
   // 1. Quotas.
@@ -42,28 +46,75 @@ export function nextAssignment(group: string, shards: number, previous: ShardAss
   const quota = members.map(() => base);
   const byHolding = members.map((_, m) => m).sort((a, b) => held[b]!.length - held[a]!.length || seeds[a]! - seeds[b]! || a - b);
   for (const m of byHolding) if (extra-- > 0) quota[m]!++;
-  // 2. Keep what fits, best score first.
+  // 2. Keep what fits, best score first (only an owner over its quota needs its shards ranked).
   const load = members.map(() => 0);
   for (let m = 0; m < members.length; m++) {
-    const keep = held[m]!.sort((a, b) => score(b, m) - score(a, m) || a - b).slice(0, quota[m]);
+    let keep = held[m]!;
+    if (keep.length > quota[m]!) keep = keep.sort((a, b) => score(b, m) - score(a, m) || a - b).slice(0, quota[m]);
     for (const s of keep) owners[s] = m;
     load[m] = keep.length;
   }
-  // 3. Place the rest: all (shard, member-under-quota) pairs, best score first.
+  // 3. Place the rest: every (free shard, member under quota) pair, best score first — the
+  //    highest-scoring pair whose shard is still free and whose member is still under quota
+  //    wins, ties to the lower shard, then the lower member.
   const free: number[] = [];
   for (let s = 0; s < shards; s++) if (owners[s] === -1) free.push(s);
-  if (free.length > 0) {
-    const open = members.map((_, m) => m).filter((m) => load[m]! < quota[m]!);
-    const pairs: { s: number; m: number; score: number }[] = [];
-    for (const s of free) for (const m of open) pairs.push({ s, m, score: score(s, m) });
-    pairs.sort((a, b) => b.score - a.score || a.s - b.s || a.m - b.m);
-    for (const p of pairs) {
-      if (owners[p.s] !== -1 || load[p.m]! >= quota[p.m]!) continue;
-      owners[p.s] = p.m;
-      load[p.m]!++;
-    }
-  }
+  if (free.length > 0) placeBestFirst(free, members.length, quota, load, owners, score);
   return { members, owners };
+}
+
+/**
+ * placeBestFirst gives the free shards to the members under quota in the order of one list of
+ * every (shard, member) pair sorted best score first — without building that list: each open
+ * member's free shards are ranked once (a numeric sort of packed keys), and each step takes the
+ * best head among the members, skipping shards already placed. Same result, O(F·log F) per open
+ * member instead of a sort of F × M pair objects.
+ */
+function placeBestFirst(
+  free: readonly number[],
+  memberCount: number,
+  quota: readonly number[],
+  load: number[],
+  owners: number[],
+  score: (s: number, m: number) => number,
+): void {
+  const open = Array.from({ length: memberCount }, (_, m) => m).filter((m) => load[m]! < quota[m]!);
+  // Key = score · 2^20 + (2^20 − 1 − shard): ascending order is score, then higher shard first,
+  // so read from the end it is best score first, ties to the lower shard. Exact below 2^53.
+  const SPAN = 2 ** 20;
+  if (free.length >= SPAN) throw new RangeError(`shards: at most ${SPAN - 1} shards can be placed`);
+  const ranked = open.map((m) => {
+    const keys = new Float64Array(free.length);
+    for (let i = 0; i < free.length; i++) keys[i] = score(free[i]!, m) * SPAN + (SPAN - 1 - free[i]!);
+    return keys.sort();
+  });
+  const next = open.map((_, i) => ranked[i]!.length - 1);
+  for (;;) {
+    let best = -1;
+    let bestKey = -1;
+    let bestShard = -1;
+    for (let i = 0; i < open.length; i++) {
+      const m = open[i]!;
+      if (load[m]! >= quota[m]!) continue;
+      // Skip this member's heads whose shard has been placed already.
+      while (next[i]! >= 0 && owners[SPAN - 1 - (ranked[i]![next[i]!]! % SPAN)] !== -1) next[i]!--;
+      if (next[i]! < 0) continue;
+      const key = ranked[i]![next[i]!]!;
+      const keyScore = Math.floor(key / SPAN);
+      const shard = SPAN - 1 - (key % SPAN);
+      const bestScore = Math.floor(bestKey / SPAN);
+      // Best score first, then the lower shard, then the lower member (open is in member order).
+      if (best < 0 || keyScore > bestScore || (keyScore === bestScore && shard < bestShard)) {
+        best = i;
+        bestKey = key;
+        bestShard = shard;
+      }
+    }
+    if (best < 0) return;
+    owners[bestShard] = open[best]!;
+    load[open[best]!]!++;
+    next[best]!--;
+  }
 }
 
 /** assignShards is the assignment from scratch, as owner names per shard. */

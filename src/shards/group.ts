@@ -66,9 +66,17 @@ export interface ShardReleasedEvent {
   readonly reason: StopReason | 'rebalanced';
 }
 
+/** ShardRenewedEvent: this member renewed its lease on `shard`; `durationMs` is the write's round trip. */
+export interface ShardRenewedEvent {
+  readonly shard: number;
+  readonly term: number;
+  readonly durationMs: number;
+}
+
 export interface ShardGroupEvents {
   acquired: [ShardAcquiredEvent];
   released: [ShardReleasedEvent];
+  renewed: [ShardRenewedEvent];
   members: [MemberView];
   storeError: [Error];
 }
@@ -158,6 +166,16 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     return [...this.electors.entries()].filter(([, e]) => e.isLeader()).map(([s]) => s).sort((a, b) => a - b);
   }
 
+  /**
+   * shardWindow is the leadership window of an owned shard on the monotonic clock (as
+   * LeaderElector.leadershipWindow: when its last successful write started, and the deadline by
+   * which this member stops it); undefined if this member does not hold it.
+   */
+  shardWindow(shard: number): ReturnType<LeaderElector['leadershipWindow']> {
+    const e = this.electors.get(shard);
+    return e?.isLeader() ? e.leadershipWindow() : undefined;
+  }
+
   /** electorOf is the elector of `shard` on this member (while it campaigns for, watches or holds it). */
   electorOf(shard: number): LeaderElector | undefined {
     return this.electors.get(shard);
@@ -243,6 +261,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
       this.owned.delete(shard);
       this.emit('released', { shard, term, reason: this.leaving.has(shard) ? 'rebalanced' : reason });
     });
+    elector.on('renewed', ({ term, durationMs }) => this.emit('renewed', { shard, term, durationMs }));
     elector.on('storeError', (err) => this.report(err));
     this.electors.set(shard, elector);
     elector.start();

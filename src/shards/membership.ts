@@ -7,7 +7,9 @@
  *
  * A member is live while its heartbeat keeps changing: an entry this process has seen unchanged
  * for a whole lease duration, timed on its own monotonic clock, belongs to a member that is
- * gone — the elector's observation rule, so no clocks are compared across hosts.
+ * gone — the elector's observation rule, so no clocks are compared across hosts. The time counts
+ * only while this member was observing: after a gap in its own listings (a store outage, a pause)
+ * every member's clock starts again.
  *
  * The assignment changes by compare-and-set only, computed with nextAssignment from the one it
  * replaces, by whichever member first sees the membership differ from the record. Two rules
@@ -63,6 +65,8 @@ export class Membership {
   /** identity → the heartbeat version seen and since when (monotonic ms). */
   private readonly seen = new Map<string, { version: string; sinceMs: number }>();
   private assignmentSeen?: { version: string; sinceMs: number };
+  /** When this member last listed the heartbeats (monotonic ms). */
+  private lastObservedMs?: number;
 
   constructor(
     private readonly ledger: Ledger,
@@ -96,6 +100,15 @@ export class Membership {
     const prefix = `${this.prefix}members/`;
     const entries = await this.ledger.list(prefix, MAX_MEMBERS);
     const now = this.clock.monotonicMs();
+    // A heartbeat counts as unchanged only for as long as this member was looking. After a
+    // stretch of more than half a lease without a listing (the store was down for this member,
+    // or this process was paused), start every clock again: otherwise, right after a store
+    // outage longer than a lease, each member would find every other one dead before they had
+    // had a chance to beat again, and the group would be torn down and rebuilt.
+    if (this.lastObservedMs !== undefined && now - this.lastObservedMs > this.leaseDurationMs / 2) {
+      for (const seen of this.seen.values()) seen.sinceMs = now;
+    }
+    this.lastObservedMs = now;
     const all: { identity: string; live: boolean; left: boolean }[] = [];
     const present = new Set<string>();
     for (const e of entries) {

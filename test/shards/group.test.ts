@@ -75,6 +75,29 @@ describe('ShardGroup over one store', () => {
     assertNoOverlap();
   });
 
+  test('renewed events and shardWindow follow each owned shard; a shard not held has no window', async () => {
+    const solo = new ShardGroup({ store: new MemoryStore(new MemoryBackend()), group: 'solo', shards: 3, identity: 'solo', ...TIMING });
+    const renewed = new Set<number>();
+    solo.on('renewed', ({ shard, term, durationMs }) => {
+      assert.equal(term, solo.shardWindow(shard)?.term, `shard ${shard}: renewed term is the window's term`);
+      assert.ok(durationMs >= 0);
+      renewed.add(shard);
+    });
+    solo.start();
+    try {
+      await until('3 shards renewed', () => renewed.size === 3);
+      for (const s of [0, 1, 2]) {
+        const w = solo.shardWindow(s);
+        assert.ok(w, `shard ${s} has a window`);
+        assert.ok(Math.abs(w.deadlineMs - w.renewStartMs - TIMING.renewDeadlineMs) < 1e-6, `shard ${s}: deadline is renew start + renew deadline`);
+      }
+      assert.equal(solo.shardWindow(3), undefined);
+    } finally {
+      await solo.stop();
+    }
+    assert.equal(solo.shardWindow(0), undefined, 'no window once stopped');
+  });
+
   test('a group with another shard count is refused', async () => {
     const wrong = new ShardGroup({ store: new MemoryStore(data), group: 'orders', shards: 8, identity: 'x', ...TIMING });
     const err = await new Promise<Error>((resolve) => {

@@ -67,7 +67,7 @@ export class SqliteStore implements LeaseStore {
   readonly path: string;
   readonly ledger: Ledger;
   private readonly db: SqlDatabase;
-  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'dataVersion', SqlStatement>;
+  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'revisions' | 'dataVersion', SqlStatement>;
   private readonly writeTx: (lock: string, expected: string | null, next: LeaseWrite) => WriteResult;
   private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision: string | null }>();
   private dirWatcher?: FSWatcher;
@@ -129,6 +129,8 @@ export class SqliteStore implements LeaseStore {
            step_down = excluded.step_down, metadata = excluded.metadata, revision = excluded.revision`,
       ),
       list: this.db.prepare('SELECT * FROM baton_leases ORDER BY lock'),
+      // The revisions of every watched lock in one statement (a JSON array of names).
+      revisions: this.db.prepare('SELECT lock, revision FROM baton_leases WHERE lock IN (SELECT value FROM json_each(?))'),
       dataVersion: this.db.prepare('PRAGMA data_version'),
     };
     // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
@@ -275,17 +277,26 @@ export class SqliteStore implements LeaseStore {
     this.dirWatcher = undefined;
   }
 
-  /** Another process committed? Re-read the watched locks and tell listeners what changed. */
+  /**
+   * Another process committed? Read the watched locks' revisions — in one statement, since a
+   * process may watch thousands of locks (a shard group's member) and other processes commit
+   * many times a second — and re-read and deliver only the records that changed.
+   */
   private checkForeignCommits(): void {
     if (this.closed) return;
     try {
       const version = Number(this.db.value(this.stmt.dataVersion));
       if (version === this.dataVersion) return;
       this.dataVersion = version;
+      if (this.watchers.size === 0) return;
+      const revisions = new Map<string, string>();
+      for (const r of this.stmt.revisions.all(JSON.stringify([...this.watchers.keys()])) as { lock: string; revision: number }[]) {
+        revisions.set(r.lock, String(r.revision));
+      }
       for (const [lock, w] of this.watchers) {
+        if ((revisions.get(lock) ?? null) === w.lastRevision) continue;
         const row = this.stmt.get.get(lock) as Row | undefined;
-        const revision = row ? String(row.revision) : null;
-        if (revision !== w.lastRevision) this.deliver(lock, row ? toRecord(row) : null);
+        this.deliver(lock, row ? toRecord(row) : null);
       }
     } catch {
       // A busy or locked database: the next check will see the change.
