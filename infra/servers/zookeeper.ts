@@ -64,6 +64,9 @@ export class ZooKeeperServer extends ManagedServer {
       'admin.enableServer=false',
       '4lw.commands.whitelist=ruok,mntr,srvr,stat',
       'maxClientCnxns=0',
+      // Leases of a minute fit in a session (baton's session timeout is the lease duration;
+      // the default cap, 20 ticks, would be 4 s here).
+      'maxSessionTimeout=60000',
     ];
     if (this.member) {
       writeFileSync(join(data, 'myid'), `${this.member.id}\n`);

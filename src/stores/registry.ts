@@ -15,12 +15,13 @@ import { memoryStore } from './memory/descriptor.js';
 import { postgresStore } from './postgres/descriptor.js';
 import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
+import { zooKeeperStore } from './zookeeper/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, zooKeeperStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['dynamodb', 'zk', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['dynamodb', 'nats', 'azblob', 'mysql'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);
