@@ -127,6 +127,11 @@ export class ZooKeeperStore implements LeaseStore {
     return this;
   }
 
+  /** localPorts lists the local TCP ports of this handle's connected sessions (which member each is on shows in `stat`). */
+  localPorts(): number[] {
+    return [...new Set([this.baseSession, ...this.sessions.values()])].flatMap((s) => (s?.localPort ? [s.localPort] : []));
+  }
+
   /** watchLive: watches are heard while the session they are set on is connected. */
   get watchLive(): boolean {
     return !!this.baseSession?.connected;

@@ -55,6 +55,12 @@ export class ZkSession {
     return this.up;
   }
 
+  /** localPort is this session's local TCP port while connected (tests use it to find its member). */
+  get localPort(): number | undefined {
+    const socket = (this.client as unknown as { connectionManager?: { socket?: { localPort?: number } } } | undefined)?.connectionManager?.socket;
+    return this.up ? socket?.localPort : undefined;
+  }
+
   /** negotiatedMs is the session timeout the server granted (0 before the first connection). */
   get negotiatedMs(): number {
     return this.up && this.client ? this.client.getSessionTimeout() : 0;
