@@ -23,7 +23,7 @@ test('zookeeper ensemble: killing the member the leader is connected to keeps on
     e.on('storeError', () => {});
     e.on('elected', ({ term }) => spans.push({ who: id, term, from: performance.now() }));
     e.on('stopped', () => {
-      const open = spans.findLast((s) => s.who === id && s.to === undefined);
+      const open = [...spans].reverse().find((s) => s.who === id && s.to === undefined);
       if (open) open.to = performance.now();
     });
     return e;
