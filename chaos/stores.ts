@@ -10,7 +10,7 @@
  * file through the local filesystem — there is no network path to cut.
  */
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, PostgresServer, RedisServer, ZooKeeperServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -71,7 +71,24 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
   },
+  // ZooKeeper expires sessions on its tick (200 ms here), so a dead leader's node can outlive
+  // its lease by up to one tick: the retry period covers that, as etcd's does its sweep.
+  zookeeper: {
+    name: 'zookeeper',
+    scheme: 'zk',
+    network: true,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: () => startZooKeeper(),
+  },
 });
+
+/** startZooKeeper runs a standalone ZooKeeper; its URL carries the root znode /chaos. */
+function startZooKeeper(): Promise<RunningStore> {
+  const server = new ZooKeeperServer();
+  // Its `url(path)` is a method; the harness reads a `url` string.
+  Object.defineProperty(server, 'url', { get: () => `zk://127.0.0.1:${server.port}/chaos` });
+  return startServer(server as ZooKeeperServer & { url: string });
+}
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {
