@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, PostgresServer, RedisServer, ZooKeeperServer, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { etcdCounter, postgresCounter, redisCounter, zooKeeperCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -42,6 +42,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  { name: 'zookeeper', scheme: 'zk', notifies: true, start: startZooKeeper },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
@@ -124,6 +125,22 @@ async function startEtcd(): Promise<BenchStore> {
     url: server.url,
     endpoint: server.endpoint,
     serverVersion: `etcd ${version} (single member)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startZooKeeper(): Promise<BenchStore> {
+  const server = await started(new ZooKeeperServer());
+  const counter = await zooKeeperCounter(server.port);
+  return {
+    name: 'zookeeper',
+    url: server.url('/bench'),
+    endpoint: server.connectString,
+    serverVersion: 'ZooKeeper 3.8.0 (standalone, tick 200 ms)',
     counter,
     async stop() {
       await counter.close();
