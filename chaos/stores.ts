@@ -10,7 +10,7 @@
  * file through the local filesystem — there is no network path to cut.
  */
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, ZooKeeperServer, type ManagedServer } from '../infra/servers/index.js';
+import { EtcdServer, PostgresServer, RedisServer, ZooKeeperServer, etcdCluster, type ManagedServer } from '../infra/servers/index.js';
 import { parseStoreUrl } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -80,6 +80,15 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startZooKeeper(),
   },
+  // A three-member etcd cluster: the store fault kills one member (the next one each time) or
+  // freezes it; the cluster keeps a quorum, so leadership must continue or move within the bound.
+  'etcd-cluster': {
+    name: 'etcd-cluster',
+    scheme: 'etcd',
+    network: false,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: startEtcdCluster,
+  },
 });
 
 /** startZooKeeper runs a standalone ZooKeeper; its URL carries the root znode /chaos. */
@@ -128,6 +137,34 @@ async function startServer(server: ManagedServer & { url: string }): Promise<Run
     stop() {
       stopped = true;
       return server.stop();
+    },
+  };
+}
+
+async function startEtcdCluster(): Promise<RunningStore> {
+  const { members, url } = await etcdCluster(3);
+  let next = 0;
+  let broken: ManagedServer | undefined;
+  let stopped = false;
+  return {
+    url: `${url}?timeout=1s`,
+    urlVia: () => `${url}?timeout=1s`,
+    faultVariants: ['member-kill', 'member-freeze'],
+    async breakStore(variant) {
+      broken = members[next++ % members.length]!;
+      if (variant === 'member-freeze') broken.pause();
+      else await broken.kill();
+    },
+    async mendStore(variant) {
+      const m = broken;
+      broken = undefined;
+      if (!m) return;
+      if (variant === 'member-freeze') m.resume();
+      else if (!stopped) await m.start();
+    },
+    async stop() {
+      stopped = true;
+      await Promise.all(members.map((m) => m.stop()));
     },
   };
 }

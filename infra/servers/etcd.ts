@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManagedServer, freePort, requireBinary, waitForPort } from './base.js';
 
-/** EtcdServer: a single-member etcd 3.4 on loopback. */
+/** EtcdServer: a single-member etcd 3.4 on loopback, or one member of `etcdCluster`. */
 export class EtcdServer extends ManagedServer {
   peerPort = 0;
-  constructor() {
+  constructor(private readonly member?: { name: string; cluster: () => string; clusterToken: string }) {
     super('etcd');
     requireBinary(['/usr/bin/etcd'], 'etcd-server');
   }
@@ -24,10 +24,11 @@ export class EtcdServer extends ManagedServer {
     return {
       bin: requireBinary(['/usr/bin/etcd'], 'etcd-server'),
       args: [
-        '--name', 'baton', '--data-dir', join(this.dir, 'data'),
+        '--name', this.member?.name ?? 'baton', '--data-dir', join(this.dir, 'data'),
         '--listen-client-urls', client, '--advertise-client-urls', client,
         '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-        '--initial-cluster', `baton=${peer}`, '--initial-cluster-state', existsSync(join(this.dir, 'data')) ? 'existing' : 'new',
+        '--initial-cluster', this.member?.cluster() ?? `baton=${peer}`, '--initial-cluster-state', existsSync(join(this.dir, 'data')) ? 'existing' : 'new',
+        ...(this.member ? ['--initial-cluster-token', this.member.clusterToken] : []),
         '--logger', 'zap', '--log-outputs', 'stderr',
       ],
       env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
@@ -47,4 +48,23 @@ export class EtcdServer extends ManagedServer {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/**
+ * etcdCluster starts a `size`-member etcd cluster on loopback (each member its own process, data
+ * directory and ports) and resolves once every member answers /health. `url` lists every member.
+ */
+export async function etcdCluster(size = 3): Promise<{ members: EtcdServer[]; url: string }> {
+  const names = Array.from({ length: size }, (_, i) => `m${i + 1}`);
+  const token = `baton-${process.pid}-${Date.now()}`;
+  const members: EtcdServer[] = [];
+  const cluster = () => members.map((m, i) => `${names[i]}=http://127.0.0.1:${m.peerPort}`).join(',');
+  for (const name of names) members.push(new EtcdServer({ name, cluster, clusterToken: token }));
+  for (const m of members) {
+    m.port = await freePort();
+    m.peerPort = await freePort();
+  }
+  // Members wait for a quorum before /health turns true: start them together.
+  await Promise.all(members.map((m) => m.start()));
+  return { members, url: `etcd://${members.map((m) => `127.0.0.1:${m.port}`).join(',')}` };
 }

@@ -6,6 +6,6 @@
 export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from './base.js';
 export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
-export { EtcdServer } from './etcd.js';
+export { EtcdServer, etcdCluster } from './etcd.js';
 export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
 export { K8sFakeServer } from './k8s-fake.js';

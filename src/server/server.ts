@@ -23,6 +23,8 @@ import { silentLogger, type Logger } from './log.js';
 import { scrubSecrets } from './redact.js';
 import { EventStream } from './sse.js';
 import { Timeline } from './timeline.js';
+import { shardGroupView } from './shards-view.js';
+import { readShardGroup } from '../shards/status.js';
 
 /** LeaderServerOptions configures createLeaderServer; every field is optional. */
 export interface LeaderServerOptions {
@@ -44,6 +46,8 @@ export interface LeaderServerOptions {
   clock?: Clock;
   /** Where request-level events (step-down, errors) are logged. Default: nowhere. */
   log?: Logger;
+  /** Shard groups shown by `GET /shards` and the dashboard (read from the store on each request). */
+  shardGroups?: readonly string[];
 }
 
 /** LeaderServer is a running (or ready to listen) sidecar server. */
@@ -89,6 +93,7 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
   timeline.on('entry', onEntry);
 
   const update = () => ({ serverNow: Date.now(), self: tracker.view(), locks: board.rows(), listError: board.error ?? null });
+  const withShards = async <T extends object>(state: T) => (options.shardGroups?.length ? { ...state, shards: await shardViews() } : state);
   const snapshot = () => ({ ...update(), lock: elector.lock, identity: elector.identity, store: storeLabel, timeline: timeline.entries() });
 
   const routes: Record<string, Partial<Record<string, (req: IncomingMessage, res: ServerResponse) => unknown>>> = {
@@ -106,13 +111,28 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
       GET: async (_req, res) => {
         // A slow store delays a polling dashboard by a second at most; it gets the last listing.
         await Promise.race([board.refresh(), new Promise((r) => setTimeout(r, 1000).unref())]);
-        json(res, 200, snapshot());
+        json(res, 200, await withShards(snapshot()));
       },
     },
     // The stream opens at once; the first listing follows as an `update` (see LockBoard.watching).
     '/events': { GET: (req, res) => stream.open(req, res, [{ event: 'snapshot', data: snapshot() }]) },
     '/step-down': { POST: (req, res) => stepDown(req, res) },
+    '/shards': { GET: async (_req, res) => json(res, 200, await shardViews()) },
   };
+
+  /** shardViews reads every configured shard group; a group that cannot be read says why. */
+  async function shardViews(): Promise<unknown[]> {
+    const store = options.store ?? elector.store;
+    return Promise.all(
+      (options.shardGroups ?? []).map(async (group) => {
+        try {
+          return shardGroupView(await readShardGroup(store, group), { serverExpiry: store.capabilities.serverExpiry });
+        } catch (err) {
+          return { group, error: errorMessage(err) };
+        }
+      }),
+    );
+  }
 
   async function stepDown(req: IncomingMessage, res: ServerResponse): Promise<void> {
     req.resume();

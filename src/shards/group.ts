@@ -42,6 +42,13 @@ export interface ShardGroupOptions extends Partial<Timing> {
   maxMovesPerPeriod?: number;
   metadata?: HolderMetadata;
   clock?: Clock;
+  /**
+   * drain is called when a held shard is about to be given up cooperatively (a rebalance, or
+   * `stop()`), while its lease is still held and renewed: stop the shard's work and resolve.
+   * The lease is released only then, so the next owner never overlaps with this one's work.
+   * Without it, the work gets only the `signal`, aborted as the lease is released.
+   */
+  drain?: (shard: number, term: number) => Promise<void>;
 }
 
 /** ShardAcquiredEvent: this member now owns `shard`; stop its work when `signal` aborts. */
@@ -86,6 +93,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   private readonly clock: Clock;
   private readonly maxMoves: number;
   private readonly metadata?: HolderMetadata;
+  private readonly drain?: (shard: number, term: number) => Promise<void>;
   private readonly membership: Membership;
   private readonly electors = new Map<number, LeaderElector>();
   /** Shards being given up (resign in flight), so they are not counted twice. */
@@ -112,7 +120,8 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     }
     this.shards = options.shards;
     this.identity = validateIdentity(options.identity ?? defaultIdentity());
-    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, ...timing } = options;
+    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, drain, ...timing } = options;
+    this.drain = drain;
     this.timing = Object.freeze(resolveTiming(timing));
     const moves = maxMovesPerPeriod ?? Math.ceil(this.shards / 16);
     if (!Number.isInteger(moves) || moves < 1) throw new InvalidConfigError(`maxMovesPerPeriod: must be a whole number ≥ 1, got ${String(maxMovesPerPeriod)}`);
@@ -138,7 +147,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     this.running = false;
     if (this.timer) this.clock.clearTimer(this.timer);
     await this.cycle?.catch(() => {});
-    await Promise.all([...this.electors.values()].map((e) => e.stop()));
+    await Promise.all([...this.electors].map(([shard, e]) => this.drained(shard, e).then(() => e.stop())));
     this.electors.clear();
     await this.membership.heartbeat(true).catch((err) => this.report(err));
   }
@@ -146,6 +155,11 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   /** ownedShards lists the shards this member leads now (by each elector's own deadline). */
   ownedShards(): number[] {
     return [...this.electors.entries()].filter(([, e]) => e.isLeader()).map(([s]) => s).sort((a, b) => a - b);
+  }
+
+  /** electorOf is the elector of `shard` on this member (while it campaigns for, watches or holds it). */
+  electorOf(shard: number): LeaderElector | undefined {
+    return this.electors.get(shard);
   }
 
   /** members is the last observed membership. */
@@ -236,13 +250,24 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   /** handOff resigns a held shard so its assigned owner, woken by the release, takes it at once. */
   private handOff(shard: number, elector: LeaderElector): void {
     this.leaving.add(shard);
-    void elector
-      .stop()
+    void this.drained(shard, elector)
+      .then(() => elector.stop())
       .catch((err) => this.report(err))
       .finally(() => {
         this.leaving.delete(shard);
         if (this.electors.get(shard) === elector) this.electors.delete(shard);
       });
+  }
+
+  /** drained resolves once the user's drain for a shard this member leads has finished (at once otherwise). */
+  private async drained(shard: number, elector: LeaderElector): Promise<void> {
+    const term = elector.isLeader() ? elector.term : undefined;
+    if (!this.drain || term === undefined) return;
+    try {
+      await this.drain(shard, term);
+    } catch (err) {
+      this.report(err);
+    }
   }
 
   private report(err: unknown): void {

@@ -1,11 +1,11 @@
 /**
  * readShardGroup reads a group's state for `baton status --group`, the sidecar and dashboards:
- * its shard count, its members as the ledger shows them, and the holder and term of every
- * shard record. It writes nothing. Liveness of members is not judged here (that takes watching
+ * its shard count, its members as the ledger shows them, the assignment, and every shard's
+ * lease record. It writes nothing. Liveness of members is not judged here (that takes watching
  * over a lease duration); each member's entry is shown as it is.
  */
 import { InvalidConfigError } from '../core/errors.js';
-import type { LeaseStore } from '../core/store.js';
+import type { LeaseRecord, LeaseStore } from '../core/store.js';
 import { shardLock } from './group.js';
 import { MAX_MEMBERS, groupPrefix, parseAssignment } from './membership.js';
 
@@ -16,7 +16,8 @@ export interface ShardGroupStatus {
   readonly members: readonly { identity: string; left: boolean; version: string }[];
   /** The assignment record: each shard's intended owner ('' for none). */
   readonly assigned: readonly string[];
-  readonly owners: readonly { shard: number; holder: string | null; term: number; renewedAt: number; leaseDurationMs: number }[];
+  /** Each shard's lease record (null for a shard never held). */
+  readonly records: readonly (LeaseRecord | null)[];
 }
 
 /** readShardGroup: see the file comment. Throws InvalidConfigError for a group that does not exist. */
@@ -37,13 +38,6 @@ export async function readShardGroup(store: LeaseStore, group: string): Promise<
     return { identity: e.key.slice(prefix.length), left, version: e.version };
   });
   const records = await Promise.all(Array.from({ length: shards }, (_, s) => store.read(shardLock(group, s))));
-  const owners = records.map((r, shard) => ({
-    shard,
-    holder: r?.holder ?? null,
-    term: r?.term ?? 0,
-    renewedAt: r?.renewedAt ?? 0,
-    leaseDurationMs: r?.leaseDurationMs ?? 0,
-  }));
   const assigned = assignment.owners.map((m) => assignment.members[m] ?? '');
-  return { group, shards, members, assigned, owners };
+  return { group, shards, members, assigned, records };
 }

@@ -21,7 +21,7 @@ import { applicableFaults } from '../../chaos/options.js';
 import { STORE_KINDS, isRegistered } from '../../chaos/stores.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const STORES: Record<string, number> = { sqlite: 20240601, redis: 20240602, postgres: 20240603, etcd: 20240604, zookeeper: 20240605 };
+const STORES: Record<string, number> = { sqlite: 20240601, redis: 20240602, postgres: 20240603, etcd: 20240604, 'etcd-cluster': 20240605, zookeeper: 20240606 };
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-chaos-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,6 +9,8 @@ import { register as aws } from './aws.js';
 import { register as cron } from './cron.js';
 import { register as once } from './once.js';
 import { register as lock } from './lock.js';
+import { register as shards } from './shards.js';
+import { register as explainCmd } from './explain.js';
 
 /** COMMANDS registers every subcommand, in the order `baton --help` lists them. */
-export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve, aws, cron, once, lock];
+export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve, aws, cron, once, lock, shards, explainCmd];

@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
 import type { LeaderElector } from '../../core/elector.js';
+import { validateLockName } from '../../core/options.js';
 import { createLeaderServer } from '../../server/server.js';
 import { createLogger, logElectorEvents, type LogFormat, type Logger } from '../../server/log.js';
 import {
@@ -46,8 +47,10 @@ export function register(program: Command): void {
     .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
     .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
     .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human'))
-    .action(async (words: string[], opts: ServeOptions) => {
+    .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'))
+    .action(async (words: string[], opts: ServeOptions & { shardGroup?: string[] }) => {
       const lock = requireLock(opts);
+      const shardGroups = (opts.shardGroup ?? []).map((g) => validateLockName(g, '--shard-group'));
       const { host, port } = parseListen(opts.listen);
       const log = createLogger(opts.logFormat as LogFormat);
       const token = readStepDownToken(opts.stepDownTokenFile, log);
@@ -57,7 +60,7 @@ export function register(program: Command): void {
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);
-      const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log });
+      const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log, shardGroups });
       let stopLogging = () => {};
       try {
         const at = await server.listen(port, host).catch((err: NodeJS.ErrnoException) => {

@@ -5,6 +5,8 @@ import { validateLockName } from '../../core/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import { CliExit, openCliStore, storeLabel, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
+import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
+import { readShardGroup } from '../../shards/status.js';
 
 const STATUS_FIELDS = [
   'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
@@ -41,10 +43,17 @@ export function register(program: Command): void {
   cmd
     .option('--json', 'print JSON: one object with --lock, else an array with one object per lock')
     .option('--watch', 'redraw as things change')
-    .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean }) => {
+    .option('--group <name>', 'show a shard group: its members and the owner and term of every shard')
+    .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean; group?: string }) => {
       const lock = opts.lock !== undefined ? validateLockName(opts.lock, '--lock') : undefined;
+      const group = opts.group !== undefined ? validateLockName(opts.group, '--group') : undefined;
       const store = await openCliStore(opts);
       try {
+        if (group !== undefined) {
+          const view = shardGroupView(await readShardGroup(store, group), { serverExpiry: store.capabilities.serverExpiry });
+          process.stdout.write(opts.json ? `${JSON.stringify(view, null, 2)}\n` : renderShardGroup(view));
+          throw new CliExit(0);
+        }
         if (!lock && !store.list) throw new InvalidConfigError(`status: the ${store.kind} store cannot list locks; pass --lock NAME`);
         if (!opts.watch) {
           process.stdout.write(await render(store, lock, !!opts.json, storeLabel(opts)));

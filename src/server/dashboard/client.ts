@@ -211,6 +211,32 @@ export const DASHBOARD_JS = String.raw`
   }
 
   connect();
+
+  // Shard groups (baton serve --shard-group G): polled from /shards, drawn as one row of cells
+  // per group, each cell a shard coloured by its owner; the card stays hidden without groups.
+  function renderShards(groups) {
+    var box = $('shards');
+    box.textContent = '';
+    $('shards-card').hidden = !groups.length;
+    groups.forEach(function (g) {
+      var head = el('div', 'meta', g.error ? g.group + ': ' + g.error : g.group + ': ' + g.shards + ' shards, ' +
+        g.members.filter(function (m) { return !m.left; }).map(function (m) { return m.identity + ' owns ' + m.owned; }).join(', '));
+      box.appendChild(head);
+      if (g.error) return;
+      var row = el('div', 'shard-row');
+      g.assignment.forEach(function (a) {
+        var cell = el('span', 'shard', String(a.shard));
+        cell.title = 'shard ' + a.shard + ': ' + (a.owner ? a.owner + ' (term ' + a.term + ')' : 'nobody') + (a.assigned && a.assigned !== a.owner ? ', moving to ' + a.assigned : '');
+        cell.style.background = a.owner ? color(a.owner) : '#e5e7eb';
+        row.appendChild(cell);
+      });
+      box.appendChild(row);
+    });
+  }
+  function pollShards() {
+    fetch('shards').then(function (r) { return r.json(); }).then(renderShards).catch(function () {}).then(function () { setTimeout(pollShards, 2000); });
+  }
+  pollShards();
   setInterval(tick, 250);
   setInterval(renderTimeline, 1000);
 })();

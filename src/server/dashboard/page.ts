@@ -42,6 +42,10 @@ export function dashboardPage(nonce: string, lock: string): string {
       <tbody id="locks"></tbody>
     </table>
   </section>
+  <section class="card" id="shards-card" hidden>
+    <h2>Shard groups</h2>
+    <div id="shards"></div>
+  </section>
   <section class="card">
     <h2>Election timeline</h2>
     <div id="lanes" class="lanes"></div>

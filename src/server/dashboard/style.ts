@@ -30,6 +30,8 @@ td.num { font-variant-numeric:tabular-nums; }
 tr.served td:first-child { font-weight:600; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:3px; margin-right:6px; vertical-align:baseline; }
 .free { color:var(--muted); font-style:italic; }
+.shard-row { display:flex; flex-wrap:wrap; gap:3px; margin:6px 0 12px; }
+.shard { display:inline-block; min-width:22px; padding:2px 3px; border-radius:3px; color:#fff; font-size:11px; text-align:center; }
 .expired { color:var(--bad); }
 .lanes { display:grid; gap:10px; }
 .lane { display:grid; grid-template-columns:150px 1fr; gap:12px; align-items:center; }
