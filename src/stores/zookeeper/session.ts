@@ -10,6 +10,8 @@
  *   (a late `create` would leave a node nobody knows about);
  * - every call has a deadline; a call that times out on a connection the client still thinks is
  *   up destroys the socket, so the client moves on to the next member (same session);
+ * - a connection attempt that is not answered within a call deadline is dropped too: the
+ *   client times the TCP connect only, not the handshake after it;
  * - once expired, the client is dropped and a new one made on the next call; `onExpired` tells
  *   the store, whose nodes of that session are gone.
  * Nobody's safety rests on hearing about expiry: an elector steps down on its own deadline.
@@ -71,9 +73,15 @@ export class ZkSession {
     if (this.closed) throw new StoreUnavailableError('zookeeper: the store handle is closed');
     const client = this.ensureClient();
     if (this.up) return client;
-    await withTimeout('zookeeper', `${what}: connecting to ${this.connectString}`, this.callTimeoutMs, new Promise<void>((resolve) => this.waiting.push(resolve)));
-    if (!this.up || this.client !== client) throw new StoreUnavailableError(`zookeeper: ${what}: connection to ${this.connectString} lost`);
-    return client;
+    // The client stops timing a connection attempt once TCP is up and waits for the handshake
+    // answer forever (a frozen member, or a proxy whose upstream is gone): a wait that times
+    // out drops that socket, so the client tries again (the next member, same session).
+    await withTimeout('zookeeper', `${what}: connecting to ${this.connectString}`, this.callTimeoutMs, new Promise<void>((resolve) => this.waiting.push(resolve)), () => {
+      if (this.client) this.kick(this.client);
+    });
+    // Possibly a new client (the session expired meanwhile): whichever is up now serves.
+    if (!this.up || !this.client) throw new StoreUnavailableError(`zookeeper: ${what}: connection to ${this.connectString} lost`);
+    return this.client;
   }
 
   /**
@@ -130,6 +138,8 @@ export class ZkSession {
           client.close();
         }
         this.events.expired(this);
+        // A new session at once: calls waiting for a connection go on with it.
+        if (!this.given && !this.closed && this.waiting.length > 0) this.ensureClient();
       }
     });
     if (!this.given) client.connect();
