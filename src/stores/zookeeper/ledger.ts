@@ -68,7 +68,7 @@ export class ZkLedger implements Ledger {
       if (codeOf(err) === ZK.NO_NODE) return [];
       throw err;
     }
-    const keys = names.map((n) => decodeURIComponent(n)).filter((k) => k.startsWith(prefix)).sort().slice(0, limit);
+    const keys = names.flatMap((n) => decodeKey(n)).filter((k) => k.startsWith(prefix)).sort().slice(0, limit);
     const got = await Promise.all(keys.map((k) => this.get(k)));
     return got.filter((e): e is LedgerEntry => e !== null);
   }
@@ -76,4 +76,13 @@ export class ZkLedger implements Ledger {
 
 function entry(key: string, data: Buffer | undefined, czxid: Buffer, version: number): LedgerEntry {
   return { key, value: (data ?? Buffer.alloc(0)).toString('utf8'), version: `${zxidNumber(czxid)}:${version}` };
+}
+
+/** decodeKey reads a ledger znode's name back as its key; a name baton did not write is skipped. */
+function decodeKey(name: string): string[] {
+  try {
+    return [decodeURIComponent(name)];
+  } catch {
+    return [];
+  }
 }
