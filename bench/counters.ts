@@ -187,6 +187,98 @@ export async function etcdCounter(endpoint: string): Promise<ServerCounter> {
 }
 
 /**
+ * azuriteCounter counts the HTTP requests that reach azurite, at a counting reverse proxy the
+ * store URL points to (azurite has no request counters of its own, and Azure bills per request
+ * too). A request's kind is its method and `comp`, with the lease action for lease calls:
+ * "GET blob", "PUT blob", "PUT lease:renew"…
+ */
+export async function azuriteCounter(targetPort: number): Promise<ServerCounter & { readonly port: number }> {
+  const http = await import('node:http');
+  const counts: Counts = new Map();
+  const agent = new http.Agent({ keepAlive: true });
+  const server = http.createServer((req, res) => {
+    const comp = new URL(req.url ?? '/', 'http://x').searchParams.get('comp');
+    const action = req.headers['x-ms-lease-action'];
+    const kind = `${req.method} ${comp ?? 'blob'}${action ? `:${String(action)}` : ''}`;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    source: 'HTTP requests reaching azurite, counted at a reverse proxy in front of it (method, comp, lease action)',
+    perRole: false,
+    async begin() {
+      return { snapshot: async () => new Map(counts), end: async () => {} };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      agent.destroy();
+    },
+  };
+}
+
+/**
+ * natsCounter reads nats-server's monitoring endpoint: `/varz` `in_msgs` (every message clients
+ * sent: KV writes are publishes, reads and watch set-ups are JetStream API requests) split by
+ * `/jsz` `api.total` into JetStream API requests and the other messages (KV writes, flow-control
+ * replies). PINGs are not messages and are not counted.
+ */
+export async function natsCounter(monitorEndpoint: string): Promise<ServerCounter> {
+  const snapshot = async (): Promise<Counts> => {
+    const varz = (await (await fetch(`${monitorEndpoint}/varz`)).json()) as { in_msgs?: number };
+    const jsz = (await (await fetch(`${monitorEndpoint}/jsz`)).json()) as { api?: { total?: number } };
+    const api = jsz.api?.total ?? 0;
+    return new Map([
+      ['JetStream API requests', api],
+      ['other client messages (KV writes, flow control)', Math.max(0, (varz.in_msgs ?? 0) - api)],
+    ]);
+  };
+  return {
+    source: 'nats-server /varz in_msgs, split by /jsz api.total (messages received from clients)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}
+
+/**
+ * mysqlCounter reads MySQL/MariaDB `SHOW GLOBAL STATUS` statement counters (Com_select,
+ * Com_insert, Com_update, Com_delete): the statements clients ran, counted by the server. The
+ * counter's own SHOW is a Com_show_status and is left out.
+ */
+export async function mysqlCounter(url: string): Promise<ServerCounter> {
+  const mysql = require('mysql2/promise') as typeof import('mysql2/promise');
+  const connection = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
+  const kinds = ['Com_select', 'Com_insert', 'Com_update', 'Com_delete'];
+  const snapshot = async (): Promise<Counts> => {
+    const [rows] = (await connection.query(`SHOW GLOBAL STATUS WHERE Variable_name IN (${kinds.map(() => '?').join(', ')})`, kinds)) as unknown as [
+      { Variable_name: string; Value: string }[],
+    ];
+    return new Map(rows.map((r) => [r.Variable_name, Number(r.Value)]));
+  };
+  return {
+    source: 'MySQL/MariaDB SHOW GLOBAL STATUS Com_select/Com_insert/Com_update/Com_delete (statements run by clients)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {
+      await connection.end().catch(() => {});
+    },
+  };
+}
+
+/**
  * zooKeeperCounter reads zk_packets_received from the `mntr` four-letter word: every request a
  * client sends (reads, writes, multis, watches set, and session pings). The `mntr` request
  * itself counts as one packet, which each snapshot takes off again.

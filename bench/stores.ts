@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { EtcdServer, PostgresServer, RedisServer, ZooKeeperServer, type ManagedServer } from '../infra/servers/index.js';
-import { parseStoreUrl } from '../src/stores/registry.js';
-import { etcdCounter, postgresCounter, redisCounter, zooKeeperCounter, type ServerCounter } from './counters.js';
+import { AzuriteServer, EtcdServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer, type ManagedServer } from '../infra/servers/index.js';
+import { registeredStores } from '../src/stores/registry.js';
+import { azuriteCounter, etcdCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, zooKeeperCounter, type ServerCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -34,6 +34,8 @@ export interface StoreKind {
   /** Whether the store notifies standbys (the idle-standby target is 0 requests/s then). */
   readonly notifies: boolean;
   start(dir: string): Promise<BenchStore>;
+  /** A URL the store's parser accepts without any environment. Default `<scheme>://127.0.0.1:1`. */
+  readonly probeUrl?: string;
 }
 
 /** STORE_KINDS lists every store the bench runs, in report order. */
@@ -42,17 +44,17 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'postgres', scheme: 'postgres', notifies: true, start: startPostgres },
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
+  // No change notification in Blob Storage: standbys poll.
+  { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
+  { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
+  { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
   { name: 'zookeeper', scheme: 'zk', notifies: true, start: startZooKeeper },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
 export function isRegistered(kind: StoreKind): boolean {
-  try {
-    parseStoreUrl(kind.scheme === 'sqlite' ? 'sqlite:/tmp/x.db' : `${kind.scheme}://127.0.0.1:1`);
-    return true;
-  } catch {
-    return false;
-  }
+  // By scheme, not by parsing a sample URL: some stores' URLs need more than a host (mysql: a database).
+  return registeredStores().some((d) => d.schemes.includes(kind.scheme));
 }
 
 async function startSqlite(dir: string): Promise<BenchStore> {
@@ -133,6 +135,28 @@ async function startEtcd(): Promise<BenchStore> {
   };
 }
 
+/**
+ * startAzurite: baton and the peers reach azurite through the counting proxy (`?endpoint=`); the
+ * connection string is exported for the bench's child processes.
+ */
+async function startAzurite(): Promise<BenchStore> {
+  const server = await started(new AzuriteServer());
+  const counter = await azuriteCounter(server.port);
+  process.env.AZURE_STORAGE_CONNECTION_STRING = server.connectionString;
+  const endpoint = `http://127.0.0.1:${counter.port}/devstoreaccount1`;
+  const { version } = createRequire(import.meta.url)('azurite/package.json') as { version: string };
+  return {
+    name: 'azblob',
+    url: `azblob://bench?endpoint=${encodeURIComponent(endpoint)}`,
+    serverVersion: `azurite ${version} (blob service)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
 async function startZooKeeper(): Promise<BenchStore> {
   const server = await started(new ZooKeeperServer());
   const counter = await zooKeeperCounter(server.port);
@@ -152,4 +176,36 @@ async function startZooKeeper(): Promise<BenchStore> {
 async function started<T extends ManagedServer>(server: T): Promise<T> {
   await server.start();
   return server;
+}
+
+async function startNats(): Promise<BenchStore> {
+  const server = await started(new NatsServer());
+  const varz = await server.varz();
+  const monitor = `http://127.0.0.1:${server.monitorPort}`;
+  const counter = await natsCounter(monitor);
+  return {
+    name: 'nats',
+    url: server.url,
+    serverVersion: `nats-server ${String(varz.version ?? '?')} (JetStream, file storage, single server)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startMysql(): Promise<BenchStore> {
+  const server = await started(new MariaDBServer());
+  const counter = await mysqlCounter(server.url);
+  return {
+    name: 'mysql',
+    url: server.url,
+    serverVersion: `MariaDB ${server.sql('SELECT VERSION()').trim()} (InnoDB, private instance)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
 }

@@ -10,7 +10,7 @@
 import { monoMs, sleepMs } from './clock.js';
 import type { FaultKind, HarnessEvent, JsonlWriter } from './events.js';
 import type { Fleet } from './fleet.js';
-import type { PartitionMode, PartitionProxy } from './proxy.js';
+import type { PartitionMode, PartitionProxy } from '../infra/proxy.js';
 import type { Random } from './random.js';
 import type { RegisterClient } from './register-client.js';
 import type { ChaosTiming, RunningStore } from './stores.js';

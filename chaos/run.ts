@@ -25,7 +25,7 @@ import { JsonlWriter, type HarnessEvent } from './events.js';
 import { FaultInjector, WALL_OFFSETS, planFaults, type CandidateLinks } from './faults.js';
 import { Fleet } from './fleet.js';
 import { parseChaosArgs, type ChaosOptions } from './options.js';
-import { PartitionProxy } from './proxy.js';
+import { PartitionProxy } from '../infra/proxy.js';
 import { Random } from './random.js';
 import { RegisterClient } from './register-client.js';
 import { renderReport } from './report.js';

@@ -34,6 +34,13 @@ interface Candidate {
 
 /** measureHerd adds one ops_per_candidate_per_failover row for `s`. */
 export async function measureHerd(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
+  // Standbys of a store without notification poll every retry period: they never go quiet, so
+  // a failover's own cost cannot be told apart (their steady cost is the idle measurement).
+  if (!s.kind.notifies) {
+    ctx.notes.push(`herd: ${s.kind.name} has no notification (standbys poll every retry period); see idle_standby_rps instead`);
+    ctx.log(`  ${s.kind.name}: skipped (no notification: standbys poll, they never go quiet)`);
+    return;
+  }
   const n = ctx.plan.herdCandidates;
   const sqlite = !s.store.counter;
   if (sqlite) installSqliteStatementCounter();

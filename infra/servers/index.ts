@@ -7,5 +7,8 @@ export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from
 export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
 export { EtcdServer, etcdCluster } from './etcd.js';
+export { AzuriteServer, AZURITE_ACCOUNT, AZURITE_KEY } from './azurite.js';
+export { NatsServer } from './nats.js';
+export { MariaDBServer } from './mariadb.js';
 export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
 export { K8sFakeServer } from './k8s-fake.js';

@@ -21,6 +21,17 @@ export function isCandidate(i: GroupInstance): boolean {
   return i.lifecycleState === 'InService' && i.healthStatus.toLowerCase() === 'healthy';
 }
 
+/**
+ * tagCounts tells whether a leader tag on this member can still make it act as leader: its
+ * lifecycle state is InService or Pending* (instance metadata's target lifecycle state, what
+ * `is-leader --strategy asg-tag` reads, is then `InService`). A tag anywhere else is void — on
+ * a terminated or detached instance, a member leaving (Terminating*, Detaching) or out of
+ * service (Standby, EnteringStandby) — and must never stand in the way of a new leader.
+ */
+export function tagCounts(member: GroupInstance | undefined): boolean {
+  return member !== undefined && (member.lifecycleState === 'InService' || member.lifecycleState.startsWith('Pending'));
+}
+
 /** compareIds orders instance ids by code units (deterministic everywhere). */
 export function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -18,7 +18,7 @@ import { hostname as osHostname } from 'node:os';
 import { connectAws, type AwsApi } from './api.js';
 import { errorMessage, InvalidConfigError, LeaseLostError } from '../core/errors.js';
 import { ExitCode, exitCodeFor } from '../cli/exit-codes.js';
-import { requestStepDown } from '../core/step-down.js';
+import { requestStepDown, STEP_DOWN_INSTANCE_LEAVING } from '../core/step-down.js';
 import type { LeaseStore } from '../core/store.js';
 import { AwsRequestError } from './errors.js';
 import { InstanceMetadata, resolveRegion } from './imds.js';
@@ -111,7 +111,9 @@ async function handOver(
     if (!local) return done({ lock, outcome: 'not-held-here' });
     log(`asking ${holder} to step down from "${lock}" (term ${record!.term})`);
     // Naming the holder makes the request a no-op if the lease changed hands since the read.
-    const r = await requestStepDown(store, lock, { identity: holder, timeoutMs: options.timeoutMs ?? 30_000 });
+    // The reason tells the holder's runner this host is going away: it ends with exit 79
+    // (ExitCode.leaving), which supervisors treat as done, instead of 75 and a restart.
+    const r = await requestStepDown(store, lock, { identity: holder, timeoutMs: options.timeoutMs ?? 30_000, reason: STEP_DOWN_INSTANCE_LEAVING });
     if (r.outcome === 'not-holder') return done({ lock, outcome: 'not-held-here' });
     log(`"${lock}" released by ${holder}${r.record?.holder ? `; now held by ${r.record.holder}` : ''}`);
     return done({ lock, outcome: 'released', holder, nowHeldBy: r.record?.holder ?? null });

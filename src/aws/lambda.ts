@@ -49,7 +49,8 @@ export function makeReconcileHandler(options: HandlerOptions = {}): (event: unkn
     const notified = groupsInEvent(event);
     const api = options.api ?? connectAws({ region: requireRegion(env) });
     try {
-      const groups = notified.length > 0 ? notified : await sweepGroups(api, env);
+      const listed = notified.length > 0 ? [] : listedGroups(env);
+      const groups = notified.length > 0 ? notified : listed.length > 0 ? listed : await api.groupsTagged(env.BATON_GROUP_TAG?.trim() || DEFAULT_GROUP_TAG);
       const results: ReconcileResult[] = [];
       const failures: string[] = [];
       await forEachLimited(groups, 4, async (group) => {
@@ -57,6 +58,9 @@ export function makeReconcileHandler(options: HandlerOptions = {}): (event: unkn
           const r = await reconcileGroup(api, group, { tag, log: (line) => log(line) });
           results.push(r);
           log(JSON.stringify({ msg: 'reconciled', ...r }));
+          // A name in BATON_GROUPS that matches no group is a typo to surface (the invocation
+          // fails). A notification for a group deleted since is not: there is nothing to fix.
+          if (!r.exists && listed.includes(group)) failures.push(`${group}: no Auto Scaling group of that name (BATON_GROUPS)`);
         } catch (err) {
           failures.push(`${group}: ${errorMessage(err)}`);
           log(JSON.stringify({ msg: 'reconcile failed', group, error: errorMessage(err) }));
@@ -88,10 +92,8 @@ export function groupsInEvent(event: unknown): string[] {
   return [...names];
 }
 
-async function sweepGroups(api: AwsApi, env: NodeJS.ProcessEnv): Promise<string[]> {
-  const listed = (env.BATON_GROUPS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  if (listed.length > 0) return listed;
-  return api.groupsTagged(env.BATON_GROUP_TAG?.trim() || DEFAULT_GROUP_TAG);
+function listedGroups(env: NodeJS.ProcessEnv): string[] {
+  return [...new Set((env.BATON_GROUPS ?? '').split(',').map((s) => s.trim()).filter(Boolean))];
 }
 
 function isGroupName(v: unknown): v is string {

@@ -9,9 +9,18 @@
  * it asks EC2 DescribeTags (needs ec2:DescribeTags). Metadata tags exist only for keys made of
  * letters, digits and + - = . , _ : @ (EC2 refuses other keys once metadata tags are on), so any
  * other key goes straight to DescribeTags.
+ *
+ * A tag counts only while this instance's target lifecycle state (metadata
+ * `autoscaling/target-lifecycle-state`, free, no IAM) is `InService`. A leader on its way out —
+ * Terminating:Wait (target `Terminated`), Standby, Detached — may keep its tag for a while, for
+ * example when EC2 refuses to remove it; it must not act as leader while the reconciler has
+ * already tagged its successor. An instance in no group (the path answers 404) is a
+ * configuration error (78), as for `asg-lowest`: a script can tell "not set up" from "not the
+ * leader" (1).
  */
 import { connectAws, type AwsApi } from './api.js';
 import { InvalidConfigError } from '../core/errors.js';
+import { AwsRequestError } from './errors.js';
 import { InstanceMetadata, resolveRegion } from './imds.js';
 
 /** DEFAULT_LEADER_TAG is the tag key of seed 000: `app:isLeader`. */
@@ -34,18 +43,31 @@ export interface TagResult {
   readonly value: string | null;
   /** Where the answer came from. */
   readonly source: 'instance-metadata' | 'DescribeTags';
+  /** The instance's target lifecycle state; the tag counts only when it is `InService`. */
+  readonly lifecycleState: string;
   readonly isLeader: boolean;
 }
 
 /**
- * checkLeaderTag tells whether this instance carries the leader tag. Throws AwsUnavailableError
- * (69) when metadata or EC2 cannot be reached.
+ * checkLeaderTag tells whether this instance carries the leader tag while InService. Throws
+ * AwsUnavailableError (69) when metadata or EC2 cannot be reached, AwsRequestError (78) when the
+ * instance is in no Auto Scaling group.
  */
 export async function checkLeaderTag(options: { tag?: string; imds?: InstanceMetadata; api?: AwsApi; env?: NodeJS.ProcessEnv } = {}): Promise<TagResult> {
   const tag = leaderTagKey(options.tag, options.env);
   const imds = options.imds ?? new InstanceMetadata({ env: options.env });
   const instanceId = await imds.instanceId();
-  const result = (value: string | null, source: TagResult['source']): TagResult => ({ strategy: 'asg-tag', instanceId, tag, value, source, isLeader: value !== null });
+  const target = (await imds.get('autoscaling/target-lifecycle-state'))?.trim();
+  if (target === undefined) throw new AwsRequestError(`aws: instance ${instanceId} is not in an Auto Scaling group`, 'NotInGroup');
+  const result = (value: string | null, source: TagResult['source']): TagResult => ({
+    strategy: 'asg-tag',
+    instanceId,
+    tag,
+    value,
+    source,
+    lifecycleState: target,
+    isLeader: value !== null && target === 'InService',
+  });
   if (METADATA_KEY.test(tag) && tag !== '.' && tag !== '..' && tag !== '_index') {
     const value = await imds.get(`tags/instance/${tag}`);
     if (value !== null) return result(value, 'instance-metadata');

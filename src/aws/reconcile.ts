@@ -5,31 +5,40 @@
  * leader to exist: a group that scaled to zero and back gets a leader again (seed 004's bug),
  * and running it on a schedule repairs anything a lost notification left behind.
  *
+ * Void tags. A tag on an instance that is not InService (or Pending) in the group — terminated,
+ * detached, Terminating*, Standby — cannot make that instance act as leader (`asg-tag` counts a
+ * tag only while the instance's target lifecycle state is InService), so it never blocks a new
+ * leader. Such stale tags are cleaned up after the new leader is tagged, best effort: EC2 may
+ * refuse to touch a terminated instance (IncorrectInstanceState) until it disappears, about an
+ * hour later, or the IAM policy may not reach it. A failed clean-up is a warning, not a failure.
+ *
  * Why it is safe to run twice at once, or to die half-way:
  *
  * 1. Deterministic choice. Keep the lowest-id candidate that already carries the tag; else take
  *    the lowest-id candidate. Two runs that read the same state choose the same instance, so
  *    their writes agree; a run that sees an extra tagged candidate keeps the same one as any
  *    other run that sees it.
- * 2. Remove, then add. A round either removes the tag from instances that must not have it, or
- *    adds it to the chosen one — never both. An add happens only in a round whose fresh read
- *    showed no other member tagged. A single run therefore never makes two tagged; a failure
- *    between steps leaves zero tagged (a gap until the next run), never two.
+ * 2. Remove, then add. A round either removes the tag from live members that must not have it,
+ *    or adds it to the chosen one, or cleans up void tags — one kind of write per round. An add
+ *    happens only in a round whose fresh read showed no other live member tagged. A single run
+ *    therefore never makes two live members tagged; a failure between steps leaves zero live
+ *    tagged (a gap until the next run), never two.
  * 3. Verify before returning. A run returns only after a round that read the state and found
- *    nothing to change. Every write is followed by its writer's own verifying read, so the last
- *    verifying read in time comes after the last write by anyone: when every run has returned
- *    successfully, the final state is one the last of them checked — one tagged member (or
- *    none when there is no candidate). Two concurrent runs whose reads straddle a membership
- *    change can briefly tag two members (each added after its own clean read); the later
- *    verification removes one before that run returns.
+ *    nothing to change (void tags it already failed to clean up excepted). Every write is
+ *    followed by its writer's own verifying read, so the last verifying read in time comes
+ *    after the last write by anyone: when every run has returned successfully, the final state
+ *    is one the last of them checked — one tagged live member (or none when there is no
+ *    candidate). Two concurrent runs whose reads straddle a membership change can briefly tag
+ *    two members (each added after its own clean read); the later verification removes one
+ *    before that run returns.
  *
  * Limits: EC2 tag reads are eventually consistent, so "briefly" can outlast a run's verification
  * by a few seconds in rare cases; the scheduled sweep repairs it. Tags are a hint with no fencing
  * token. In Lambda, reserved concurrency 1 removes concurrent runs altogether (examples/aws).
  */
 import type { AwsApi, GroupInstance, TagRow } from './api.js';
-import { compareIds, electionCandidates } from './candidates.js';
-import { BatonError } from '../core/errors.js';
+import { compareIds, electionCandidates, tagCounts } from './candidates.js';
+import { BatonError, errorMessage } from '../core/errors.js';
 
 /** ReconcileOptions: the tag key and how many rounds to try. */
 export interface ReconcileOptions {
@@ -52,6 +61,10 @@ export interface ReconcileResult {
   /** Instances the tag was removed from, and the one it was added to (if any). */
   readonly removed: string[];
   readonly added: string | null;
+  /** Void tags (see above) that could not be removed this run; they do not count. */
+  readonly stale: string[];
+  /** One line per failed clean-up of a void tag. */
+  readonly warnings: string[];
   readonly rounds: number;
 }
 
@@ -61,8 +74,10 @@ export class ReconcileError extends BatonError {}
 /** Plan is what one round found necessary. */
 export interface Plan {
   readonly leader: string | null;
-  /** Group instances whose tag must go. */
+  /** Live members (InService or Pending) whose tag must go before anyone is tagged. */
   readonly remove: string[];
+  /** Void tags (on instances not InService or Pending in the group): clean up, best effort. */
+  readonly stale: string[];
   /**
    * The instance to tag, when no other member carries the tag any more — also when it carries
    * it with a value other than the group's name (set by hand, propagated, or left by another
@@ -78,18 +93,23 @@ export interface Plan {
  */
 export function planRound(members: readonly GroupInstance[], tagged: readonly string[], mislabeled: ReadonlySet<string> = new Set()): Plan {
   const candidates = electionCandidates(members);
+  const byId = new Map(members.map((m) => [m.instanceId, m]));
   const taggedSet = new Set(tagged);
   const leader = candidates.find((id) => taggedSet.has(id)) ?? candidates[0] ?? null;
-  const remove = [...taggedSet].filter((id) => id !== leader).sort(compareIds);
-  // Step 2: an add waits for a round in which nobody else is tagged.
+  const others = [...taggedSet].filter((id) => id !== leader).sort(compareIds);
+  const remove = others.filter((id) => tagCounts(byId.get(id)));
+  const stale = others.filter((id) => !tagCounts(byId.get(id)));
+  // Step 2: an add waits for a round in which no other live member is tagged; void tags never block it.
   const needsTag = leader !== null && (!taggedSet.has(leader) || mislabeled.has(leader));
-  return { leader, remove, add: needsTag && remove.length === 0 ? leader : null };
+  return { leader, remove, stale, add: needsTag && remove.length === 0 ? leader : null };
 }
 
 /** reconcileGroup runs rounds until a fresh read needs no change. */
 export async function reconcileGroup(api: AwsApi, group: string, options: ReconcileOptions): Promise<ReconcileResult> {
   const maxRounds = options.maxRounds ?? 8;
   const removed = new Set<string>();
+  const leftOver = new Set<string>();
+  const warnings: string[] = [];
   let added: string | null = null;
   for (let round = 1; round <= maxRounds; round++) {
     // Two reads are not one snapshot; that is fine, because whatever they disagree on is read
@@ -99,7 +119,8 @@ export async function reconcileGroup(api: AwsApi, group: string, options: Reconc
     const tagged = ownTagged(group, members ?? [], rows);
     const mislabeled = new Set(rows.filter((r) => r.value !== group).map((r) => r.instanceId));
     const plan = planRound(members ?? [], tagged, mislabeled);
-    if (plan.remove.length === 0 && plan.add === null) {
+    const cleanUp = plan.stale.filter((id) => !leftOver.has(id));
+    if (plan.remove.length === 0 && plan.add === null && cleanUp.length === 0) {
       return {
         group,
         leader: plan.leader,
@@ -107,6 +128,8 @@ export async function reconcileGroup(api: AwsApi, group: string, options: Reconc
         candidates: electionCandidates(members ?? []).length,
         removed: [...removed].sort(compareIds),
         added,
+        stale: plan.stale,
+        warnings,
         rounds: round,
       };
     }
@@ -118,9 +141,41 @@ export async function reconcileGroup(api: AwsApi, group: string, options: Reconc
       options.log?.(`${group}: tagging ${plan.add} as leader`);
       await api.addTag([plan.add], options.tag, group);
       added = plan.add;
+    } else {
+      options.log?.(`${group}: removing stale ${options.tag} from ${cleanUp.length} instance(s) not in service: ${preview(cleanUp)}`);
+      for (const failure of await removeBestEffort(api, cleanUp, options.tag)) {
+        leftOver.add(failure.id);
+        const line = `${group}: warning: stale ${options.tag} left on ${failure.id} (not InService, so it does not count): ${failure.error}`;
+        warnings.push(line);
+        options.log?.(line);
+      }
+      for (const id of cleanUp) if (!leftOver.has(id)) removed.add(id);
     }
   }
   throw new ReconcileError(`aws: ${group}: leader tag did not settle after ${maxRounds} rounds (concurrent changes?); run again`);
+}
+
+/**
+ * removeBestEffort removes the tag from `ids` and returns the ones it could not: one request
+ * for all first (EC2 refuses a whole request when one instance is terminated), then one
+ * request per instance so a single refusal does not keep the others' stale tags.
+ */
+async function removeBestEffort(api: AwsApi, ids: string[], tag: string): Promise<{ id: string; error: string }[]> {
+  try {
+    await api.removeTag(ids, tag);
+    return [];
+  } catch (err) {
+    if (ids.length === 1) return [{ id: ids[0]!, error: errorMessage(err) }];
+  }
+  const failed: { id: string; error: string }[] = [];
+  for (const id of ids) {
+    try {
+      await api.removeTag([id], tag);
+    } catch (err) {
+      failed.push({ id, error: errorMessage(err) });
+    }
+  }
+  return failed;
 }
 
 /** ownTagged picks the tag rows that belong to `group`: its members', or valued with its name. */

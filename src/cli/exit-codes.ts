@@ -24,9 +24,36 @@ export const ExitCode = {
   /** Leadership was lost or not won in time; a stale term; try again. */
   tempFail: 75,
   config: 78,
-  /** The command to run was not found or is not executable (as a shell says). */
+  /**
+   * Stepped down because this host is leaving (a step-down requested with the reason
+   * STEP_DOWN_INSTANCE_LEAVING, by `baton aws drain`): done, not a failure. Supervisors list
+   * it in RestartPreventExitStatus= so a dying instance does not campaign again.
+   */
+  leaving: 79,
+  /** The command to run is not executable (as a shell says). */
+  notExecutable: 126,
+  /** The command to run was not found (as a shell says). */
   commandNotFound: 127,
 } as const;
+
+/**
+ * EXIT_CODES: every code baton can exit with and what it means — the list `baton --help` and
+ * the README print (a test checks the README against it).
+ */
+export const EXIT_CODES: ReadonlyArray<readonly [code: string, meaning: string]> = [
+  ['0', 'success (or the command\'s own 0)'],
+  ['1', 'a check answered no: is-leader, release (not held by ID), once --status (not done)'],
+  ['64', 'usage: the command line cannot be understood (unknown command or flag, missing value)'],
+  ['69', 'the store (or AWS) cannot be reached'],
+  ['70', 'a bug in baton: please report it'],
+  ['75', 'leadership lost or not won in time (--timeout); a stale term; try again'],
+  ['78', 'configuration: a value that cannot be used (duration, URL, lock name, schema)'],
+  ['79', 'run stepped down because this instance is leaving (baton aws drain): done, do not restart'],
+  ['126', 'the command to run is not executable'],
+  ['127', 'the command to run was not found'],
+  ['128+N', 'baton or the command was ended by signal N (130 for SIGINT, 143 for SIGTERM)'],
+  ['other', 'the command\'s own exit code (run, once, lock)'],
+];
 
 /** CliExit ends a command with a code after it has printed what it had to say. */
 export class CliExit extends Error {

@@ -45,15 +45,20 @@ export class Supervisor {
     // A failed IPC write is reported through send()'s callback; never let it crash baton.
     this.child.on('error', () => {});
     let spawnError: string | undefined;
+    let spawnExitCode = 127;
     let exit: CommandExit | undefined;
-    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string; stoppedAtDeadline?: boolean }) => {
+    this.child.on('message', (m: { type: string; code?: number | null; signal?: NodeJS.Signals | null; message?: string; stoppedAtDeadline?: boolean; exitCode?: number }) => {
       if (m.type === 'exit') exit = { code: m.code ?? null, signal: m.signal ?? null, stoppedAtDeadline: !!m.stoppedAtDeadline };
-      if (m.type === 'error') spawnError = m.message;
+      if (m.type === 'error') {
+        spawnError = m.message;
+        // 126: there but not executable; 127: not found (as a shell says).
+        if (m.exitCode === 126 || m.exitCode === 127) spawnExitCode = m.exitCode;
+      }
     });
     this.exited = new Promise((resolve) => {
       this.child.on('exit', (code, signal) => {
         this.offExtended();
-        resolve(spawnError ? { code: 127, signal: null, spawnError } : exit ?? { code: code ?? null, signal });
+        resolve(spawnError ? { code: spawnExitCode, signal: null, spawnError } : exit ?? { code: code ?? null, signal });
       });
     });
     this.offExtended = window.onExtended(() => this.push(window.deadline()));

@@ -35,7 +35,7 @@ export interface TermCommand {
 export type TermOutcome =
   /** It exited by itself while leading (or succeeded just as the window ended). */
   | { readonly kind: 'exited'; readonly code: number; readonly exit: CommandExit; readonly interrupted?: NodeJS.Signals }
-  /** It could not be started (not found, not executable): code 127. */
+  /** It could not be started: code 126 (not executable) or 127 (not found). */
   | { readonly kind: 'not-started'; readonly code: number; readonly message: string; readonly interrupted?: NodeJS.Signals }
   /** The window ended first and the command was stopped, or it failed after the window had ended. */
   | {
@@ -97,7 +97,7 @@ export function runTerm(window: LeadershipWindow, command: TermCommand): TermRun
     window.signal.removeEventListener('abort', onEnd);
     const code = exitCodeOf(exit);
     const also = interrupted ? { interrupted } : {};
-    if (exit.spawnError) return { kind: 'not-started', code: ExitCode.commandNotFound, message: exit.spawnError, ...also };
+    if (exit.spawnError) return { kind: 'not-started', code: exit.code ?? ExitCode.commandNotFound, message: exit.spawnError, ...also };
     if (lostReason !== undefined) return { kind: 'lost', code, reason: lostReason, exit, overdue: false, ...also };
     // The watchdog ended it at the deadline: leadership ended first, whatever baton has seen.
     // (Unless the caller asked for it: stop() moves the deadline to now.)

@@ -48,22 +48,32 @@ const send = (m: object, then?: () => void) => {
   else then?.();
 };
 
-/** findExecutable resolves a command as the shell would (PATH lookup unless it has a slash). */
-function findExecutable(cmd: string): string | undefined {
+/**
+ * findExecutable resolves a command as the shell would (PATH lookup unless it has a slash):
+ * 'found', or why not — 'not-executable' (a file or directory is there, but cannot be run:
+ * exit 126 as a shell says) or 'not-found' (127).
+ */
+function findExecutable(cmd: string): 'found' | 'not-executable' | 'not-found' {
   const candidates = cmd.includes('/') ? [cmd] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, cmd));
-  return candidates.find((p) => {
+  let seen = false;
+  for (const p of candidates) {
     try {
+      const isFile = statSync(p).isFile();
+      seen = true;
       accessSync(p, constants.X_OK);
-      return statSync(p).isFile();
+      if (isFile) return 'found';
     } catch {
-      return false;
+      // not here, or not executable: try the next PATH entry, as a shell does
     }
-  });
+  }
+  return seen ? 'not-executable' : 'not-found';
 }
 
-if (!command || !findExecutable(command)) {
+const found = command ? findExecutable(command) : 'not-found';
+if (!command || found !== 'found') {
   // Say it here: through setpriv the message would be setpriv's.
-  send({ type: 'error', message: `${JSON.stringify(command ?? '')} was not found or is not executable` }, () => process.exit(127));
+  const why = found === 'not-executable' ? 'is not executable' : 'was not found';
+  send({ type: 'error', message: `${JSON.stringify(command ?? '')} ${why}`, exitCode: found === 'not-executable' ? 126 : 127 }, () => process.exit(found === 'not-executable' ? 126 : 127));
 } else {
   const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
   const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', command, ...args] : [command, ...args];
@@ -95,7 +105,8 @@ if (!command || !findExecutable(command)) {
 
   child.on('error', (err) => {
     exited = true;
-    send({ type: 'error', message: err.message, code: (err as NodeJS.ErrnoException).code }, () => process.exit(127));
+    const notExecutable = (err as NodeJS.ErrnoException).code === 'EACCES';
+    send({ type: 'error', message: err.message, code: (err as NodeJS.ErrnoException).code, exitCode: notExecutable ? 126 : 127 }, () => process.exit(notExecutable ? 126 : 127));
   });
   child.on('spawn', () => send({ type: 'started', pid: child.pid }));
   child.on('exit', (code, signal) => {

@@ -25,6 +25,8 @@ export interface ElectedEvent {
 export interface StoppedEvent {
   readonly term: number;
   readonly reason: StopReason;
+  /** With 'step-down-requested': the reason the requester gave (requestStepDown's `reason`). */
+  readonly note?: string;
 }
 /** LeaderEvent is who leads, as a candidate last saw it. */
 export interface LeaderEvent {

@@ -3,15 +3,19 @@ import { randomBytes } from 'node:crypto';
 import { realClock, withDeadline, type Clock } from './clock.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 import { defaultIdentity, processMetadata } from './identity.js';
-import { resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
+import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
 import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason } from './elector-events.js';
 import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
+import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
+
+/** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', ...TIMING_KEYS] as const;
 
 /**
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
@@ -58,7 +62,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private notified: LeaseRecord | null | undefined | typeof NOTHING = NOTHING;
   private readonly loop: ReconcileLoop;
   private pendingRelease?: LeaseRecord;
-  private stepDownAsked = false;
+  /** Set when a notification showed a step-down request, with the requester's reason if any. */
+  private stepDownAsked?: { note?: string };
   private holdOffUntilMs = 0;
 
   constructor(options: LeaderElectorOptions) {
@@ -66,6 +71,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (!options || typeof options.store?.write !== 'function') {
       throw new TypeError('LeaderElector: options.store must be a LeaseStore (see openStore)');
     }
+    checkOptionKeys('LeaderElector', options, ELECTOR_OPTION_KEYS);
     this.store = options.store;
     this.lock = validateLockName(options.lock);
     this.identity = validateIdentity(options.identity ?? defaultIdentity());
@@ -203,7 +209,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       if (record.holder !== this.identity || record.term !== l.term) {
         this.stepDown('lost');
       } else if (record.stepDownRequested) {
-        this.stepDownAsked = true;
+        this.stepDownAsked = { note: noteOf(record) ?? this.stepDownAsked?.note };
       } else {
         return; // an echo of our own renewal
       }
@@ -320,7 +326,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // 4. The deadline timer is armed before anyone hears of the leadership.
     const l = new Leadership(record, startMs, this.timing.renewDeadlineMs, this.clock, (x) => this.deadlinePassed(x));
     this.leadership = l;
-    this.stepDownAsked = false;
+    this.stepDownAsked = undefined;
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
     this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
@@ -380,7 +386,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
     this.holdOff();
-    this.stepDown(reason);
+    this.stepDown(reason, noteOf(l.record) ?? this.stepDownAsked?.note);
     return this.release(l.record);
   }
 
@@ -396,13 +402,13 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   /** stepDown ends leadership at once: abort the signal, then emit `stopped`. Never awaits. */
-  private stepDown(reason: StopReason): void {
+  private stepDown(reason: StopReason, note?: string): void {
     const l = this.leadership;
     if (!l) return;
     this.leadership = undefined;
-    this.stepDownAsked = false;
+    this.stepDownAsked = undefined;
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
-    this.emit('stopped', { term: l.term, reason });
+    this.emit('stopped', note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason });
   }
 
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */

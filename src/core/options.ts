@@ -33,32 +33,29 @@ export const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
 export function resolveTiming(partial: Partial<Timing> = {}, granularityMs?: number): Timing {
   const t: Timing = { ...DEFAULT_TIMING };
   for (const k of Object.keys(DEFAULT_TIMING) as (keyof Timing)[]) if (partial[k] !== undefined) t[k] = partial[k]!;
-  const names: Record<keyof Timing, string> = {
-    leaseDurationMs: 'leaseDuration',
-    renewDeadlineMs: 'renewDeadline',
-    retryPeriodMs: 'retryPeriod',
-    jitterFactor: 'jitterFactor',
-  };
   for (const key of ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs'] as const) {
     const v = t[key];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-      throw new InvalidConfigError(`${names[key]}: must be a positive duration, got ${String(v)}`);
+    if (typeof v !== 'number') {
+      throw new InvalidConfigError(`${key}: must be a number of milliseconds, got ${describeValue(v)}`);
+    }
+    if (!Number.isFinite(v) || v <= 0) {
+      throw new InvalidConfigError(`${key}: must be a positive number of milliseconds, got ${String(v)}`);
     }
     if (v > MAX_DURATION_MS) {
-      throw new InvalidConfigError(`${names[key]}: ${v}ms is longer than the 24h limit`);
+      throw new InvalidConfigError(`${key}: ${v}ms is longer than the 24h limit`);
     }
   }
-  if (!Number.isFinite(t.jitterFactor) || t.jitterFactor < 0 || t.jitterFactor > 10) {
-    throw new InvalidConfigError(`jitterFactor: must be between 0 and 10, got ${String(t.jitterFactor)}`);
+  if (typeof t.jitterFactor !== 'number' || !Number.isFinite(t.jitterFactor) || t.jitterFactor < 0 || t.jitterFactor > 10) {
+    throw new InvalidConfigError(`jitterFactor: must be a number between 0 and 10, got ${describeValue(t.jitterFactor)}`);
   }
   if (!(t.leaseDurationMs > t.renewDeadlineMs)) {
     throw new InvalidConfigError(
-      `leaseDuration (${t.leaseDurationMs}ms) must be greater than renewDeadline (${t.renewDeadlineMs}ms)`,
+      `leaseDurationMs (${t.leaseDurationMs}ms) must be greater than renewDeadlineMs (${t.renewDeadlineMs}ms)`,
     );
   }
   if (!(t.renewDeadlineMs > t.retryPeriodMs * t.jitterFactor)) {
     throw new InvalidConfigError(
-      `renewDeadline (${t.renewDeadlineMs}ms) must be greater than retryPeriod × jitterFactor (${t.retryPeriodMs}ms × ${t.jitterFactor})`,
+      `renewDeadlineMs (${t.renewDeadlineMs}ms) must be greater than retryPeriodMs × jitterFactor (${t.retryPeriodMs}ms × ${t.jitterFactor})`,
     );
   }
   if (granularityMs && t.leaseDurationMs % granularityMs !== 0) {
@@ -93,3 +90,31 @@ export function validateIdentity(identity: unknown): string {
   }
   return identity;
 }
+
+/** describeValue shows a bad option value briefly: strings quoted, objects by their kind. */
+export function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  if (v === null || typeof v !== 'object') return String(v);
+  return Array.isArray(v) ? 'an array' : 'an object';
+}
+
+/**
+ * checkOptionKeys refuses an options object carrying a key that `known` does not list, naming
+ * the key as the caller wrote it and, when it is a near miss (`leaseDuration` for
+ * `leaseDurationMs`, another case), the key meant. `where` names the API (e.g. "LeaderElector").
+ * A misspelt option silently ignored would leave a default in force that the caller thinks they
+ * changed.
+ */
+export function checkOptionKeys(where: string, options: object | undefined, known: readonly string[]): void {
+  if (options === undefined || options === null) return;
+  if (typeof options !== 'object') throw new InvalidConfigError(`${where}: options must be an object, got ${describeValue(options)}`);
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const lower = key.toLowerCase();
+    const meant = known.find((k) => k.toLowerCase() === lower || k.toLowerCase() === `${lower}ms` || `${k.toLowerCase()}ms` === lower);
+    throw new InvalidConfigError(`${where}: unknown option "${key}"${meant ? ` (did you mean "${meant}"?)` : ''}; known options: ${known.join(', ')}`);
+  }
+}
+
+/** TIMING_KEYS are the option keys every elector-backed API takes for its timing. */
+export const TIMING_KEYS = ['leaseDurationMs', 'renewDeadlineMs', 'retryPeriodMs', 'jitterFactor'] as const;

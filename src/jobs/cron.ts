@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { LeaderElector, type ElectedEvent } from '../core/elector.js';
 import { realClock, sleep, type Clock } from '../core/clock.js';
 import { StoreUnavailableError, errorMessage } from '../core/errors.js';
-import type { Timing } from '../core/options.js';
+import { TIMING_KEYS, checkOptionKeys, type Timing } from '../core/options.js';
 import type { HolderMetadata, Ledger, LeaseStore } from '../core/store.js';
 import { requireLedger } from './ledger-keys.js';
 import { claimSlot, fenceCron, finishSlot, statusOf, type CronWriter, type SlotRecord } from './cron-ledger.js';
@@ -42,6 +42,9 @@ export interface CronJobOptions extends Partial<Timing> {
   /** Time source (tests). Default real time. */
   clock?: Clock;
 }
+
+/** CRON_OPTION_KEYS: every key CronJobOptions has; any other is refused. */
+const CRON_OPTION_KEYS = ['schedule', 'timezone', 'missed', 'identity', 'metadata', 'elector', 'clock', ...TIMING_KEYS] as const;
 
 /** CronRunContext is what the work of one slot is given. */
 export interface CronRunContext extends RunContext {
@@ -103,6 +106,7 @@ export class CronJob extends EventEmitter<CronJobEvents> {
     private readonly runner: CronRunner,
   ) {
     super();
+    checkOptionKeys('cronJob', options, CRON_OPTION_KEYS);
     this.ledger = requireLedger(store, 'cron');
     this.schedule = new Schedule(options.schedule, options.timezone ?? 'UTC');
     this.missed = validateMissedPolicy(options.missed ?? 'latest');

@@ -22,7 +22,7 @@ import { hostname } from 'node:os';
 import { LeaderElector, type ElectedEvent, type LeaderEvent } from '../core/elector.js';
 import type { Clock } from '../core/clock.js';
 import { InvalidConfigError, LeaseLostError, errorMessage } from '../core/errors.js';
-import { validateLockName, type Timing } from '../core/options.js';
+import { TIMING_KEYS, checkOptionKeys, describeValue, validateLockName, type Timing } from '../core/options.js';
 import { MAX_LOCK_NAME_LENGTH, type HolderMetadata, type Ledger, type LeaseStore } from '../core/store.js';
 import { onceLedgerKey, readJson, requireLedger, updateJson, validateJobKey } from './ledger-keys.js';
 import { functionRunner, type JobFunction, type RunContext, type RunOutcome, type Runner } from './runner.js';
@@ -87,6 +87,9 @@ export interface RunOnceOptions extends Partial<Timing> {
   onWaiting?: (holder: string) => void;
 }
 
+/** ONCE_OPTION_KEYS: every key RunOnceOptions has; any other is refused. */
+const ONCE_OPTION_KEYS = ['lock', 'wait', 'timeoutMs', 'rerun', 'identity', 'metadata', 'clock', 'elector', 'signal', 'onWaiting', ...TIMING_KEYS] as const;
+
 /** OnceRunContext is what the work is given. */
 export interface OnceRunContext extends RunContext {
   readonly key: string;
@@ -145,6 +148,10 @@ export async function runOnce<T>(
 
 /** runOnceWith is runOnce with a Runner (the CLI's runs a command under the watchdog). */
 export async function runOnceWith(store: LeaseStore, key: string, options: RunOnceOptions, runner: Runner): Promise<OnceResult> {
+  checkOptionKeys('runOnce', options, ONCE_OPTION_KEYS);
+  if (options.timeoutMs !== undefined && (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs < 0)) {
+    throw new InvalidConfigError(`timeoutMs: must be a number of milliseconds (0 or more), got ${describeValue(options.timeoutMs)}`);
+  }
   key = validateJobKey(key, 'key');
   const ledger = requireLedger(store, 'once');
   const lock = options.lock !== undefined ? validateLockName(options.lock, 'lock') : defaultOnceLock(key);

@@ -32,7 +32,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { InvalidConfigError, LeaseLostError, errorMessage } from '../core/errors.js';
 import { defaultIdentity } from '../core/identity.js';
-import { MAX_DURATION_MS, validateIdentity, validateLockName } from '../core/options.js';
+import { MAX_DURATION_MS, checkOptionKeys, describeValue, validateIdentity, validateLockName } from '../core/options.js';
 import type { Ledger, LeaseStore } from '../core/store.js';
 import { hostClock as realHostClock, type HostClock } from './host-clock.js';
 import { readJson, requireLedger, taskLockLedgerKey, updateJson } from './ledger-keys.js';
@@ -102,17 +102,21 @@ export function killLeadMs(atMostForMs: number): number {
 /** validateTaskLockOptions checks the durations (InvalidConfigError naming the bad one; `names` label them). */
 export function validateTaskLockOptions(
   o: TaskLockOptions,
-  names: { atMostFor: string; atLeastFor: string } = { atMostFor: 'atMostForMs', atLeastFor: 'atLeastForMs' },
+  names: { atMostFor: string; atLeastFor: string; typed?: { atMostFor?: string; atLeastFor?: string } } = { atMostFor: 'atMostForMs', atLeastFor: 'atLeastForMs' },
 ): { atMostForMs: number; atLeastForMs: number } {
   const most = o?.atMostForMs;
   const least = o?.atLeastForMs ?? 0;
+  // Messages echo the value as the caller wrote it (a flag's text), else the number given.
+  const shownMost = names.typed?.atMostFor !== undefined ? `"${names.typed.atMostFor}"` : typeof most === 'number' ? `${most}ms` : describeValue(most);
+  const shownLeast = names.typed?.atLeastFor !== undefined ? `"${names.typed.atLeastFor}"` : typeof least === 'number' ? `${least}ms` : describeValue(least);
   if (typeof most !== 'number' || !Number.isFinite(most) || most < MIN_AT_MOST_FOR_MS || most > MAX_DURATION_MS) {
-    throw new InvalidConfigError(`${names.atMostFor}: must be between ${MIN_AT_MOST_FOR_MS}ms and 24h, got ${String(most)}ms`);
+    const why = typeof most === 'number' && most < MIN_AT_MOST_FOR_MS ? ' (the command must be stopped, SIGTERM then SIGKILL, before the lock runs out)' : '';
+    throw new InvalidConfigError(`${names.atMostFor}: must be between ${MIN_AT_MOST_FOR_MS}ms and 24h, got ${shownMost}${why}`);
   }
   if (typeof least !== 'number' || !Number.isFinite(least) || least < 0) {
-    throw new InvalidConfigError(`${names.atLeastFor}: must be a duration of zero or more, got ${String(least)}`);
+    throw new InvalidConfigError(`${names.atLeastFor}: must be a duration of zero or more, got ${shownLeast}`);
   }
-  if (least > most) throw new InvalidConfigError(`${names.atLeastFor} (${least}ms) must not be longer than ${names.atMostFor} (${most}ms)`);
+  if (least > most) throw new InvalidConfigError(`${names.atLeastFor} (${shownLeast}) must not be longer than ${names.atMostFor} (${shownMost})`);
   return { atMostForMs: most, atLeastForMs: least };
 }
 
@@ -127,6 +131,7 @@ export async function readTaskLock(store: LeaseStore, name: string): Promise<Tas
  * is stamped into the entry so later processes on this host keep counting from it.
  */
 export async function tryTaskLock(store: LeaseStore, name: string, options: TaskLockOptions): Promise<TaskLockAttempt> {
+  checkOptionKeys('withTaskLock', options, ['atMostForMs', 'atLeastForMs', 'identity', 'hostClock']);
   name = validateLockName(name, 'lock');
   const { atMostForMs, atLeastForMs } = validateTaskLockOptions(options);
   const identity = validateIdentity(options.identity ?? defaultIdentity());

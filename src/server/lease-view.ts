@@ -4,6 +4,7 @@
  * live, so they cannot disagree about an expired one: a holder whose lease ran out is shown as
  * free (holder null, no expiry), with its term and transitions kept.
  */
+import { hostname } from 'node:os';
 import type { LeaseRecord } from '../core/store.js';
 
 /** LeaseView is a record as people and scripts see it. Times are ISO 8601; durations ms. */
@@ -92,4 +93,22 @@ export function freeLeaseView(lock: string): LeaseView {
     transitions: 0,
     stepDownRequested: false,
   };
+}
+
+/**
+ * deadLocalHolder returns the pid recorded in `record` when the holder ran on this host and
+ * that process is gone, else undefined. A lease whose holder died is live until it runs out:
+ * this lets status and release say why it is not renewed. (A pid reused by another process
+ * reads as alive: the hint is then missing, never wrong the other way.)
+ */
+export function deadLocalHolder(record: LeaseRecord, thisHost = hostname()): number | undefined {
+  const { hostname: host, pid } = record.metadata;
+  if (record.holder === null || host !== thisHost || typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return undefined;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? pid : undefined;
+  }
 }

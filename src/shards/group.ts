@@ -23,7 +23,7 @@ import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { LeaderElector, type StopReason } from '../core/elector.js';
 import { InvalidConfigError, errorMessage } from '../core/errors.js';
 import { defaultIdentity } from '../core/identity.js';
-import { resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
+import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from '../core/options.js';
 import type { HolderMetadata, LeaseStore } from '../core/store.js';
 import { heirShards, type ShardAssignment } from './assignment.js';
 import { GatedStore } from './gate.js';
@@ -112,6 +112,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   constructor(options: ShardGroupOptions) {
     super();
     if (!options || typeof options.store?.read !== 'function') throw new TypeError('ShardGroup: options.store must be a LeaseStore (see openStore)');
+    checkOptionKeys('ShardGroup', options, ['store', 'group', 'shards', 'identity', 'maxMovesPerPeriod', 'metadata', 'clock', 'drain', ...TIMING_KEYS]);
     if (!options.store.ledger) throw new InvalidConfigError(`shards: the ${options.store.kind} store keeps no ledger, which group membership needs`);
     this.group = validateLockName(options.group, 'group');
     validateLockName(shardLock(this.group, MAX_SHARDS), 'group');

@@ -8,20 +8,23 @@
 import { InvalidConfigError } from '../core/errors.js';
 import type { LeaseStore } from '../core/store.js';
 import type { StoreDescriptor, StoreOpenOptions } from '../core/store-descriptor.js';
+import { azblobStore } from './azblob/descriptor.js';
 import { etcdStore } from './etcd/descriptor.js';
 import { k8sStore } from './k8s/descriptor.js';
 import { redactUrl } from './kit/url.js';
 import { memoryStore } from './memory/descriptor.js';
+import { mysqlStore } from './mysql/descriptor.js';
+import { natsStore } from './nats/descriptor.js';
 import { postgresStore } from './postgres/descriptor.js';
 import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
 import { zooKeeperStore } from './zookeeper/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, zooKeeperStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore, zooKeeperStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['dynamodb', 'nats', 'azblob', 'mysql'];
+const PLANNED = ['dynamodb'];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);

@@ -1,3 +1,18 @@
 /** Test helpers for baton and for stores written outside it. */
 export { FakeClock, settle } from './fake-clock.js';
-export { storeConformanceSuite, type ConformanceOptions } from './conformance/index.js';
+export {
+  storeConformanceSuite,
+  resolveCapabilities,
+  recordTests,
+  queueTests,
+  fencingTests,
+  notifyTests,
+  ledgerTests,
+  electionTests,
+  lifecycleTests,
+  faultTests,
+  type ConformanceOptions,
+  type StoreFaults,
+} from './conformance/index.js';
+export { Candidates, recordEscapes, faultTiming, STEP_DOWN_SLACK_MS, type FaultTiming, type Transition } from './conformance/candidates.js';
+export { uniqueLock, waitFor, acquireWrite, keepWrite } from './conformance/context.js';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AwsFake } from '../harness/aws-fake.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,7 +58,7 @@ test('asg-tag: the tag through instance metadata, or DescribeTags when metadata 
     isLeader('i-0ddd', ['--strategy', 'asg-tag', '--json']),
   ]);
   assert.deepEqual([tagged.code, untagged.code, noMd.code], [0, 1, 1]);
-  assert.deepEqual(JSON.parse(tagged.stdout), { strategy: 'asg-tag', instanceId: 'i-0bbb', tag: 'app:isLeader', value: 'web', source: 'instance-metadata', isLeader: true });
+  assert.deepEqual(JSON.parse(tagged.stdout), { strategy: 'asg-tag', instanceId: 'i-0bbb', tag: 'app:isLeader', value: 'web', source: 'instance-metadata', lifecycleState: 'InService', isLeader: true });
   assert.equal(JSON.parse(noMd.stdout).source, 'DescribeTags');
   fake.instance('i-0ddd').tags.set('team:lead', 'web');
   const custom = await isLeader('i-0ddd', ['--strategy', 'asg-tag', '--tag', 'team:lead']);
@@ -100,6 +100,81 @@ test('exit 78 for an instance in no group, and for AWS refusing the call', async
   assert.match(denied.stderr, /AccessDenied/);
 });
 
+test('exit 78 for an instance in no group with either strategy: "not set up" is not "not the leader" (1)', async () => {
+  fake.createGroup('left');
+  const [id] = fake.launch('left', 1);
+  fake.instance(id!).tags.set('app:isLeader', 'left');
+  fake.instance(id!).group = null;
+  const [lowest, tag, tagJson] = await Promise.all([
+    isLeader(id!, ['--strategy', 'asg-lowest']),
+    isLeader(id!, ['--strategy', 'asg-tag']),
+    isLeader(id!, ['--strategy', 'asg-tag', '--json']),
+  ]);
+  assert.deepEqual([lowest.code, tag.code, tagJson.code], [78, 78, 78]);
+  assert.equal(tag.stderr, `baton: aws: instance ${id} is not in an Auto Scaling group\n`);
+  assert.equal(tagJson.stdout, '', 'no JSON for a configuration error');
+});
+
+test('asg-tag: a leader on its way out (Terminating:Wait, Standby) is not the leader even while it keeps the tag', async () => {
+  fake.createGroup('leaving');
+  const [old, next] = fake.launch('leaving', 2);
+  fake.instance(old!).tags.set('app:isLeader', 'leaving');
+  assert.equal((await isLeader(old!, ['--strategy', 'asg-tag'])).code, 0);
+  fake.instance(old!).lifecycle = 'Terminating:Wait';
+  const r = await isLeader(old!, ['--strategy', 'asg-tag', '--json']);
+  assert.equal(r.code, 1);
+  assert.deepEqual(JSON.parse(r.stdout), {
+    strategy: 'asg-tag', instanceId: old, tag: 'app:isLeader', value: 'leaving', source: 'instance-metadata', lifecycleState: 'Terminated', isLeader: false,
+  });
+  fake.instance(old!).lifecycle = 'Standby';
+  assert.equal((await isLeader(old!, ['--strategy', 'asg-tag'])).code, 1);
+  fake.instance(next!).metadataTags = false;
+  fake.instance(next!).tags.set('app:isLeader', 'leaving');
+  fake.instance(next!).lifecycle = 'Standby';
+  assert.equal((await isLeader(next!, ['--strategy', 'asg-tag'])).code, 1, 'the same through DescribeTags');
+  fake.instance(next!).lifecycle = 'InService';
+  assert.equal((await isLeader(next!, ['--strategy', 'asg-tag'])).code, 0);
+});
+
+test('baton aws reconcile: a group that does not exist is exit 78; one with no InService member is 0', async () => {
+  fake.createGroup('booting');
+  fake.launch('booting', 1, { lifecycle: 'Pending' });
+  const env = await fake.env();
+  const nope = await runBaton(['aws', 'reconcile', '--group', 'nope'], { ...env, AWS_REGION: fake.region });
+  assert.equal(nope.code, 78);
+  assert.equal(nope.stderr, `baton: aws reconcile: no Auto Scaling group named "nope" in ${fake.region}\n`);
+  const both = await runBaton(['aws', 'reconcile', '--group', 'booting', '--group', 'nope', '--json'], { ...env, AWS_REGION: fake.region });
+  assert.equal(both.code, 78, 'one missing group fails the run');
+  const lines = both.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => [l.group, l.exists, l.leader]), [['booting', true, null], ['nope', false, null]]);
+  const empty = await runBaton(['aws', 'reconcile', '--group', 'booting'], { ...env, AWS_REGION: fake.region });
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.match(empty.stderr, /booting: leader none \(0 candidate\(s\)\)/);
+});
+
+test('baton aws reconcile: a terminated leader whose tag EC2 will not remove does not block the election (exit 0, warning)', async () => {
+  fake.createGroup('stuck');
+  const [old, next] = fake.launch('stuck', 2);
+  const env = { ...(await fake.env()), AWS_REGION: fake.region };
+  assert.equal((await runBaton(['aws', 'reconcile', '--group', 'stuck'], env)).code, 0);
+  fake.terminate(old!);
+  fake.tagWritesOnTerminated = 'IncorrectInstanceState';
+  try {
+    const r = await runBaton(['aws', 'reconcile', '--group', 'stuck'], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`warning: stale app:isLeader left on ${old} .*IncorrectInstanceState`));
+    assert.match(r.stderr, new RegExp(`stuck: leader ${next} \\(1 candidate\\(s\\)\\); 1 stale tag\\(s\\) left`));
+    assert.equal((await isLeader(next!, ['--strategy', 'asg-tag'])).code, 0, 'the successor leads at once');
+    fake.deny('DeleteTags');
+    const denied = await runBaton(['aws', 'reconcile', '--group', 'stuck', '--json'], env);
+    assert.equal(denied.code, 0, 'a denied clean-up is a warning too');
+    assert.deepEqual(JSON.parse(denied.stdout).stale, [old]);
+  } finally {
+    fake.tagWritesOnTerminated = 'allow';
+    fake.allow('DeleteTags');
+  }
+});
+
 test('usage errors: an unknown strategy, --json with the lease strategy', async () => {
   const env = await fake.env('i-0bbb');
   const bad = await runBaton(['is-leader', '--strategy', 'zookeeper'], env);
@@ -126,6 +201,8 @@ test('without the AWS SDK installed: the lease strategy works, asg-lowest exits 
   const dir = mkdtempSync(join(tmpdir(), 'baton-aws-nosdk-'));
   try {
     const env = { ...(await fake.env('i-0bbb')), BATON_STORE: `sqlite:${join(dir, 'b.db')}` };
+    // is-leader never creates a store: an empty file is an empty SQLite database.
+    writeFileSync(join(dir, 'b.db'), '');
     const lease = await runBaton(['is-leader', '--lock', 'x'], env, { nodeArgs: noSdk });
     assert.equal(lease.code, 1, lease.stderr);
     assert.equal(lease.stderr, '');

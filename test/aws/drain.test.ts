@@ -57,7 +57,7 @@ describe('drainInstance', () => {
       t.diagnostic(`drain (step-down, release, CompleteLifecycleAction) took ${tookMs.toFixed(0)} ms; lease ${LEASE.leaseDurationMs} ms`);
       assert.equal(r.exitCode, 0);
       assert.deepEqual(r.locks.map((l) => [l.lock, l.outcome]), [['nightly-job', 'released'], ['not-held', 'not-held-here']]);
-      assert.equal((await stopped).reason, 'step-down-requested');
+      assert.deepEqual(await stopped, { term: 1, reason: 'step-down-requested', note: 'instance-leaving' }, 'the holder learns why: this instance is leaving');
       assert.deepEqual(r.lifecycle, { instanceId: id, group: 'drain-lib', hook: 'baton-drain' });
       assert.deepEqual(fake.completed.at(-1), { group: 'drain-lib', hook: 'baton-drain', instanceId: id, result: 'CONTINUE' });
       assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
@@ -152,12 +152,33 @@ test('CLI: baton aws watch-termination hands over from a running `baton run` bef
     assert.equal(out.lifecycle.instanceId, id);
     assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
     const h = await holder.done;
-    assert.equal(h.code, 75, 'baton run stopped its command and exited: it lost leadership by stepping down');
+    assert.equal(h.code, 79, 'baton run stopped its command and exited 79 (leaving: a supervisor must not restart it), not 75');
+    assert.match(h.stderr, /lost \(step-down-requested: this instance is leaving\)/);
     const status = await runBaton(['is-leader', '--lock', 'cron'], env);
     assert.equal(status.code, 1, 'nobody on this host holds the lock any more');
   } finally {
     await holder.kill();
     await watcher.kill();
+  }
+});
+
+test('CLI: with --keep-running, an operator\'s step-down (baton release) campaigns again, a drain ends baton run with 79', async () => {
+  const store = `sqlite:${join(dir, 'keep.db')}`;
+  const env = { ...(await fake.env()), BATON_STORE: store };
+  const holder = new BatonChild(['run', '--keep-running', '--lock', 'kept', '--lease-duration', '20s', '--renew-deadline', '15s', '--retry-period', '300ms', '--', 'sleep', '600'], env);
+  try {
+    await waitFor('baton run to lead', () => /elected leader/.test(holder.stderr));
+    const released = await runBaton(['release', '--lock', 'kept'], env);
+    assert.equal(released.code, 0, released.stderr);
+    await waitFor('baton run to lead again after an ordinary step-down', () => (holder.stderr.match(/elected leader/g) ?? []).length === 2);
+    assert.equal(holder.child.exitCode, null);
+    const drained = await runBaton(['aws', 'drain', '--lock', 'kept', '--timeout', '20s'], env);
+    assert.equal(drained.code, 0, drained.stderr);
+    const h = await holder.done;
+    assert.equal(h.code, 79, h.stderr);
+    assert.equal((h.stderr.match(/elected leader/g) ?? []).length, 2, 'no third campaign on a leaving instance');
+  } finally {
+    await holder.kill();
   }
 });
 

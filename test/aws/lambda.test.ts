@@ -113,6 +113,16 @@ test('a failing group makes the handler throw (so Lambda retries) after the othe
   assert.ok(fake.tagged(TAG, 'ok-group').includes(ok!));
 });
 
+test('a name in BATON_GROUPS that matches no group fails the sweep (after the others); a notification for a deleted group does not', async () => {
+  fake.createGroup('real-group');
+  const [id] = fake.launch('real-group', 1);
+  const env = { ...process.env, BATON_GROUPS: 'real-group,raal-group' };
+  await assert.rejects(makeReconcileHandler({ env, log: () => {} })(scheduledEvent()), /raal-group: no Auto Scaling group of that name \(BATON_GROUPS\)/);
+  assert.deepEqual(fake.tagged(TAG, 'real-group'), [id], 'the existing group was reconciled');
+  const r = await makeReconcileHandler({ env, log: () => {} })(snsEvent('deleted-group', 'autoscaling:EC2_INSTANCE_TERMINATE'));
+  assert.deepEqual(r.groups.map((g) => [g.group, g.exists]), [['deleted-group', false]]);
+});
+
 test('log lines are JSON the CloudWatch console can filter', () => {
   const parsed = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string });
   assert.ok(parsed.some((p) => p.msg === 'reconciled'));

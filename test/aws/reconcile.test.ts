@@ -4,11 +4,12 @@
  * real AWS SDK v3 run unchanged; only the endpoints (AWS_ENDPOINT_URL_*) point at the fake.
  */
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { AwsFake } from '../harness/aws-fake.js';
 import { connectAws, type AwsApi } from '../../src/aws/api.js';
 import { reconcileGroup } from '../../src/aws/reconcile.js';
 import { AwsRequestError } from '../../src/aws/errors.js';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { useFakeInProcess } from './helpers.js';
 
 const TAG = 'app:isLeader';
@@ -185,8 +186,10 @@ describe('reconcileGroup', () => {
     fake.terminate(ids[0]!);
     fake.failNext('CreateTags', 'UnauthorizedOperation', { status: 403 });
     await assert.rejects(reconcile(group), AwsRequestError);
-    assert.deepEqual(taggedFor(group), [], 'the old tag was removed first; the new one was never added');
-    assert.equal((await reconcile(group)).leader, ids[1]);
+    assert.deepEqual(taggedFor(group), [ids[0]], 'only the terminated instance\'s void tag; the new one was never added');
+    const r = await reconcile(group);
+    assert.equal(r.leader, ids[1]);
+    assert.deepEqual(r.removed, [ids[0]], 'the void tag is cleaned up once the new leader is tagged');
     assert.deepEqual(taggedFor(group), [ids[1]]);
   });
 
@@ -200,6 +203,89 @@ describe('reconcileGroup', () => {
     assert.ok(still.includes(ids[0]!), 'the chosen leader kept its tag');
     assert.equal((await reconcile(group)).removed.length, 149);
     assert.equal(fake.tagged(TAG).filter((id) => ids.includes(id)).length, 1);
+  });
+
+  test('partial failure: a live member\'s tag that cannot be removed still blocks the add (never two leaders)', async () => {
+    const { group, ids } = newGroup(3);
+    for (const id of ids) fake.instance(id).tags.set(TAG, group);
+    fake.deny('DeleteTags', [ids[2]!]);
+    try {
+      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && /UnauthorizedOperation/.test(err.message));
+    } finally {
+      fake.allow('DeleteTags');
+    }
+    assert.deepEqual(taggedFor(group), ids, 'nothing removed: the one request naming the denied instance failed as a whole');
+  });
+});
+
+describe('void tags: a tag that cannot be removed does not block a new leader', () => {
+  afterEach(() => {
+    fake.tagWritesOnTerminated = 'allow';
+    fake.allow('DeleteTags');
+  });
+
+  test('terminated leader, DeleteTags refused with IncorrectInstanceState: the successor is tagged, exit 0 with a warning', async () => {
+    const { group, ids } = newGroup(3, ['i-0v1', 'i-0v2', 'i-0v3']);
+    await reconcile(group);
+    fake.terminate('i-0v1');
+    fake.tagWritesOnTerminated = 'IncorrectInstanceState';
+    const lines: string[] = [];
+    const r = await reconcileGroup(api, group, { tag: TAG, log: (l) => lines.push(l) });
+    assert.equal(r.leader, 'i-0v2');
+    assert.equal(r.added, 'i-0v2');
+    assert.deepEqual(r.stale, ['i-0v1'], 'the terminated instance keeps its tag, reported');
+    assert.deepEqual(r.removed, []);
+    assert.equal(r.warnings.length, 1);
+    assert.match(r.warnings[0]!, /stale app:isLeader left on i-0v1 .*IncorrectInstanceState/);
+    assert.ok(lines.some((l) => /warning/.test(l)), 'the warning is logged');
+    assert.deepEqual(taggedFor(group), ['i-0v1', 'i-0v2']);
+    assert.equal(fake.instance('i-0v2').tags.get(TAG), group);
+    // The next run (a sweep) is still clean and quiet: the void tag is tried again and left again.
+    const again = await reconcile(group);
+    assert.deepEqual({ leader: again.leader, added: again.added, stale: again.stale }, { leader: 'i-0v2', added: null, stale: ['i-0v1'] });
+    assert.equal(ids.length, 3);
+    // Once EC2 lets go (or the instance disappears), the sweep removes it.
+    fake.tagWritesOnTerminated = 'allow';
+    const clean = await reconcile(group);
+    assert.deepEqual(clean.removed, ['i-0v1']);
+    assert.deepEqual(taggedFor(group), ['i-0v2']);
+  });
+
+  test('leader going Terminating:Wait whose tag removal is denied: the successor is tagged at once', async () => {
+    const { group } = newGroup(2, ['i-0w1', 'i-0w2']);
+    await reconcile(group);
+    fake.instance('i-0w1').lifecycle = 'Terminating:Wait';
+    fake.deny('DeleteTags', ['i-0w1']);
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-0w2');
+    assert.deepEqual(r.stale, ['i-0w1']);
+    assert.match(r.warnings.join('\n'), /UnauthorizedOperation/);
+    assert.deepEqual(taggedFor(group), ['i-0w1', 'i-0w2']);
+  });
+
+  test('several void tags, one refused: the others are still cleaned up', async () => {
+    const { group } = newGroup(4, ['i-0x1', 'i-0x2', 'i-0x3', 'i-0x4']);
+    for (const id of ['i-0x1', 'i-0x2', 'i-0x3']) fake.instance(id).tags.set(TAG, group);
+    fake.instance('i-0x1').lifecycle = 'Standby';
+    fake.instance('i-0x2').lifecycle = 'Detaching';
+    fake.terminate('i-0x3');
+    fake.tagWritesOnTerminated = 'IncorrectInstanceState';
+    const r = await reconcile(group);
+    assert.equal(r.leader, 'i-0x4');
+    assert.deepEqual(r.removed, ['i-0x1', 'i-0x2']);
+    assert.deepEqual(r.stale, ['i-0x3']);
+    assert.deepEqual(taggedFor(group), ['i-0x3', 'i-0x4']);
+  });
+
+  test('a group that does not exist is reported (exists: false); one with no InService member exists', async () => {
+    const r = await reconcile('no-such-group');
+    assert.deepEqual({ exists: r.exists, leader: r.leader }, { exists: false, leader: null });
+    const described = fake.calls.filter((c) => c.action === 'DescribeAutoScalingGroups' && c.params.get('AutoScalingGroupNames.member.1') === 'no-such-group');
+    assert.ok(described.length > 0, 'asked AWS, which answered an empty list');
+    const { group } = newGroup(0);
+    fake.launch(group, 1, { lifecycle: 'Pending' });
+    const empty = await reconcile(group);
+    assert.deepEqual({ exists: empty.exists, leader: empty.leader, candidates: empty.candidates }, { exists: true, leader: null, candidates: 0 });
   });
 });
 

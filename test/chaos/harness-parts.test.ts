@@ -8,7 +8,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { planFaults } from '../../chaos/faults.js';
-import { PartitionProxy } from '../../chaos/proxy.js';
+import { PartitionProxy } from '../../infra/proxy.js';
 import { Random } from '../../chaos/random.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -106,7 +106,7 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     [['--store', 'sqlite', '--faults', 'meteor'], 64, /"meteor" is not a fault kind/],
     [['--store', 'sqlite', '--candidates', '1'], 64, /--candidates must be a whole number from 2 to 9/],
     [['--store', 'sqlite', '--duration', '5'], 78, /--duration: "5" is not a duration/],
-    [['--store', 'sqlite', '--lease', '1s', '--renew-deadline', '2s'], 78, /leaseDuration .* must be greater than renewDeadline/],
+    [['--store', 'sqlite', '--lease', '1s', '--renew-deadline', '2s'], 78, /leaseDurationMs .* must be greater than renewDeadlineMs/],
     [['--bogus'], 64, /unknown option '--bogus'/],
   ];
   for (const [args, code, message] of cases) {

@@ -94,8 +94,11 @@ test('--timeout: exit 75 when another candidate holds the lock, without running 
   const r = await runCli(['run', '--store', f.store, '--lock', 'busy', '--identity', 'waiter', '--timeout', '1s', ...RELAXED, '--', ...childCommand()], { env: f.env });
   const took = performance.now() - t0;
   assert.equal(r.code, 75, r.stderr);
-  assert.equal(lines(r.stderr).length, 1, r.stderr);
-  assert.match(r.stderr, /^baton: .*--timeout.*held by holder/);
+  // One line saying whom it waits for, one saying it gave up.
+  const err = lines(r.stderr);
+  assert.equal(err.length, 2, r.stderr);
+  assert.match(err[0]!, /^baton: waiting for "busy": held by holder \(term \d+\) since \d{4}-\d\d-\d\dT/);
+  assert.match(err[1]!, /^baton: .*--timeout.*held by holder/);
   assert.ok(took >= 1000, `gave up after ${took.toFixed(0)}ms, before the 1s timeout`);
   assert.equal(f.starts().length, 1, 'the waiter never ran its command');
   await holder.kill();

@@ -95,12 +95,12 @@ describe('baton status', () => {
   test('text, with and without --lock', async () => {
     const one = await baton(['status', '--lock', 'held']);
     assert.equal(one.code, 0, one.stderr);
-    assert.match(one.stdout, new RegExp(`^held: held by holder-1 \\(term 1\\) on ${hostname()} pid ${held.pid}; acquired .*; 1 transitions$`, 'm'));
+    assert.match(one.stdout, new RegExp(`^held: held by holder-1 \\(term 1\\) on ${hostname()} pid ${held.pid}; acquired .*; 1 transition$`, 'm'));
     const all = await baton(['status']);
     assert.equal(all.code, 0, all.stderr);
     const out = lines(all.stdout);
     assert.match(out[0]!, /^store: sqlite:/);
-    assert.ok(out.includes('freed: free (last term 1; 1 transitions)'), all.stdout);
+    assert.ok(out.includes('freed: free (last term 1; 1 transition)'), all.stdout);
     assert.ok(out.some((l) => l.startsWith('held: held by holder-1 (term 1)')), all.stdout);
     const never = await baton(['status', '--lock', 'never']);
     assert.match(never.stdout, /^never: never held$/m);

@@ -44,12 +44,13 @@ describe('resolveTiming', () => {
   ];
   for (const [key, name] of durations) {
     for (const bad of [0, -1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, '15s', null] as unknown[]) {
-      test(`${name} = ${String(bad)} is not a positive duration`, () => {
-        rejects(() => resolveTiming({ [key]: bad } as Partial<Timing>), new RegExp(`^${name}: must be a positive duration, got ${String(bad)}$`));
+      test(`${name} = ${String(bad)} is not a positive duration (the message names the key as given: ${key})`, () => {
+        const expected = typeof bad === 'number' ? `must be a positive number of milliseconds, got ${String(bad)}` : `must be a number of milliseconds, got ${bad === null ? 'null' : JSON.stringify(bad)}`;
+        rejects(() => resolveTiming({ [key]: bad } as Partial<Timing>), new RegExp(`^${key}: ${expected}$`));
       });
     }
     test(`${name} over 24h is refused, 24h itself is a duration`, () => {
-      rejects(() => resolveTiming({ [key]: MAX_DURATION_MS + 1 }), new RegExp(`^${name}: ${MAX_DURATION_MS + 1}ms is longer than the 24h limit$`));
+      rejects(() => resolveTiming({ [key]: MAX_DURATION_MS + 1 }), new RegExp(`^${key}: ${MAX_DURATION_MS + 1}ms is longer than the 24h limit$`));
       // 24h passes the per-duration check; a lease of 24h with the default others is valid.
       if (key === 'leaseDurationMs') assert.equal(resolveTiming({ leaseDurationMs: MAX_DURATION_MS }).leaseDurationMs, MAX_DURATION_MS);
     });
@@ -57,7 +58,7 @@ describe('resolveTiming', () => {
 
   for (const bad of [-0.1, 10.5, Number.NaN, Number.POSITIVE_INFINITY]) {
     test(`jitterFactor = ${bad} is refused`, () => {
-      rejects(() => resolveTiming({ jitterFactor: bad }), new RegExp(`^jitterFactor: must be between 0 and 10, got ${bad}$`));
+      rejects(() => resolveTiming({ jitterFactor: bad }), new RegExp(`^jitterFactor: must be a number between 0 and 10, got ${bad}$`));
     });
   }
   test('jitterFactor 0 and 10 are the bounds, both allowed', () => {
@@ -66,14 +67,14 @@ describe('resolveTiming', () => {
   });
 
   test('leaseDuration must be greater than renewDeadline (equal is refused)', () => {
-    rejects(() => resolveTiming({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /leaseDuration \(10000ms\)/, /renewDeadline \(10000ms\)/);
-    rejects(() => resolveTiming({ leaseDurationMs: 5_000 }), /leaseDuration \(5000ms\) must be greater than renewDeadline \(10000ms\)/);
+    rejects(() => resolveTiming({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /leaseDurationMs \(10000ms\)/, /renewDeadlineMs \(10000ms\)/);
+    rejects(() => resolveTiming({ leaseDurationMs: 5_000 }), /leaseDurationMs \(5000ms\) must be greater than renewDeadlineMs \(10000ms\)/);
     assert.equal(resolveTiming({ leaseDurationMs: 10_001 }).leaseDurationMs, 10_001);
   });
 
-  test('renewDeadline must be greater than retryPeriod × jitterFactor (equal is refused)', () => {
-    rejects(() => resolveTiming({ renewDeadlineMs: 2_400 }), /renewDeadline \(2400ms\) must be greater than retryPeriod × jitterFactor \(2000ms × 1\.2\)/);
-    rejects(() => resolveTiming({ retryPeriodMs: 10_000, jitterFactor: 1, leaseDurationMs: 20_000 }), /renewDeadline \(10000ms\)/, /10000ms × 1\)/);
+  test('renewDeadline must be greater than retryPeriodMs × jitterFactor (equal is refused)', () => {
+    rejects(() => resolveTiming({ renewDeadlineMs: 2_400 }), /renewDeadlineMs \(2400ms\) must be greater than retryPeriodMs × jitterFactor \(2000ms × 1\.2\)/);
+    rejects(() => resolveTiming({ retryPeriodMs: 10_000, jitterFactor: 1, leaseDurationMs: 20_000 }), /renewDeadlineMs \(10000ms\)/, /10000ms × 1\)/);
     assert.equal(resolveTiming({ renewDeadlineMs: 2_401 }).renewDeadlineMs, 2_401);
   });
 });
@@ -130,8 +131,8 @@ describe('LeaderElector applies every rule when made', () => {
   test('a bad lock, identity or timing throws InvalidConfigError before anything starts', () => {
     rejects(() => new LeaderElector({ store, lock: 'a b' }), /^lock: "a b"/);
     rejects(() => new LeaderElector({ store, lock: 'ok', identity: 'has space' }), /^identity: "has space"/);
-    rejects(() => new LeaderElector({ store, lock: 'ok', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /leaseDuration \(1000ms\)/);
-    rejects(() => new LeaderElector({ store, lock: 'ok', retryPeriodMs: -5 }), /^retryPeriod: must be a positive duration, got -5$/);
+    rejects(() => new LeaderElector({ store, lock: 'ok', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /leaseDurationMs \(1000ms\)/);
+    rejects(() => new LeaderElector({ store, lock: 'ok', retryPeriodMs: -5 }), /^retryPeriodMs: must be a positive number of milliseconds, got -5$/);
   });
   test('timing holds the four timing fields only', () => {
     const e = new LeaderElector({ store, lock: 'ok', identity: 'me' });

@@ -20,6 +20,13 @@
  * RequestLimitExceeded answers), `failNext` (a given error for the next calls of an action),
  * `maxPage` (a server-side page cap, as AWS may return fewer items than asked for), and
  * `jitterMs` (random latency, to interleave concurrent callers).
+ *
+ * Stateful refusals: `tagWritesOnTerminated = 'IncorrectInstanceState'` makes CreateTags and
+ * DeleteTags refuse a request naming a terminated instance (the whole request, as EC2 validates
+ * every resource before it changes any); `deny(action, ids)` answers 403 — UnauthorizedOperation
+ * from EC2, AccessDenied from Auto Scaling, as each does — for calls naming those instances (an
+ * IAM policy scoped by resource tag). DescribeAutoScalingGroups for a group that does not exist
+ * answers an empty list, not an error, as AWS does.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -87,9 +94,13 @@ export class AwsFake {
   /** Highest number of instances of a group that carried `watchTag` at the same moment. */
   readonly maxTagged = new Map<string, number>();
   watchTag = 'app:isLeader';
+  /** 'IncorrectInstanceState': CreateTags/DeleteTags naming a terminated instance are refused. */
+  tagWritesOnTerminated: 'allow' | 'IncorrectInstanceState' = 'allow';
+  private readonly denials: { action: string; ids: Set<string> | null }[] = [];
   private readonly failures: { action: string; code: string; status: number; times: number; after: number }[] = [];
   private readonly holds: { action: string; arrived: () => void; gate: Promise<void> }[] = [];
   private readonly imds = new Map<string, Server>();
+  private readonly imdsUrls = new Map<string, Promise<string>>();
   private readonly tokens = new Set<string>();
   private nextId = 0x100000;
   private seq = 0;
@@ -176,6 +187,19 @@ export class AwsFake {
   }
 
   /**
+   * deny refuses `action` with 403 for calls that name any of `ids` (every call without ids),
+   * until `allow(action)`: what an IAM policy scoped by resource or tag does.
+   */
+  deny(action: string, ids?: readonly string[]): void {
+    this.denials.push({ action, ids: ids ? new Set(ids) : null });
+  }
+
+  /** allow lifts every deny of `action`. */
+  allow(action: string): void {
+    for (let i = this.denials.length - 1; i >= 0; i--) if (this.denials[i]!.action === action) this.denials.splice(i, 1);
+  }
+
+  /**
    * hold parks the next call of `action` before it takes effect: `reached` resolves when it
    * arrives, `release()` lets it go on. Used to force one interleaving of concurrent callers.
    */
@@ -190,13 +214,16 @@ export class AwsFake {
 
   /** metadataEndpoint starts (once) the metadata listener that answers as `instanceId`. */
   async metadataEndpoint(instanceId: string): Promise<string> {
-    let server = this.imds.get(instanceId);
-    if (!server) {
-      server = createServer((req, res) => void this.onImds(instanceId, req, res));
-      await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    // Kept as a promise at once: concurrent callers for one instance share one listener (two
+    // listeners would leave one open after stop()).
+    let url = this.imdsUrls.get(instanceId);
+    if (!url) {
+      const server = createServer((req, res) => void this.onImds(instanceId, req, res));
       this.imds.set(instanceId, server);
+      url = new Promise<string>((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as { port: number }).port}`)));
+      this.imdsUrls.set(instanceId, url);
     }
-    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    return url;
   }
 
   /**
@@ -288,6 +315,7 @@ export class AwsFake {
         f.times--;
         throw new ApiError(f.status, f.code, `injected failure of ${action}`);
       }
+      this.checkDenied(action, params, ec2);
       const body = ec2 ? this.ec2(action, params) : this.autoScaling(action, params);
       res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8' });
       res.end(`<?xml version="1.0" encoding="UTF-8"?>\n${body}`);
@@ -300,6 +328,15 @@ export class AwsFake {
       res.writeHead(e.status, { 'content-type': 'text/xml' });
       res.end(xml);
     }
+  }
+
+  private checkDenied(action: string, p: Params, ec2: boolean): void {
+    const named = [...list(p, 'ResourceId.'), ...list(p, 'InstanceIds.member.'), p.get('InstanceId') ?? ''].filter(Boolean);
+    const hit = this.denials.find((d) => d.action === action && (d.ids === null || named.some((id) => d.ids!.has(id))));
+    if (!hit) return;
+    const who = `arn:aws:sts::${this.account}:assumed-role/baton/test`;
+    if (ec2) throw new ApiError(403, 'UnauthorizedOperation', `You are not authorized to perform this operation. User: ${who} is not authorized to perform: ec2:${action}`);
+    throw new ApiError(403, 'AccessDenied', `User: ${who} is not authorized to perform: autoscaling:${action}`);
   }
 
   private autoScaling(action: string, p: Params): string {
@@ -377,6 +414,10 @@ export class AwsFake {
         if (ids.length === 0) throw new ApiError(400, 'MissingParameter', 'The request must contain the parameter resourceIdSet');
         const missing = ids.filter((id) => !this.instances.has(id));
         if (missing.length) throw new ApiError(400, 'InvalidInstanceID.NotFound', `The instance IDs '${missing.join(', ')}' do not exist`);
+        const gone = ids.filter((id) => this.instances.get(id)!.terminated);
+        if (gone.length && this.tagWritesOnTerminated === 'IncorrectInstanceState') {
+          throw new ApiError(400, 'IncorrectInstanceState', `The instance '${gone[0]}' is not in a state from which it can be modified (terminated).`);
+        }
         const tags: { key: string; value?: string }[] = [];
         for (let n = 1; p.has(`Tag.${n}.Key`); n++) tags.push({ key: p.get(`Tag.${n}.Key`)!, value: p.get(`Tag.${n}.Value`) });
         for (const id of ids) {

@@ -167,10 +167,12 @@ export const CHILD_SCRIPT = `
 const fs = require('node:fs');
 const e = process.env;
 const line = (kind) => fs.appendFileSync(e.CHILD_LOG, [kind, e.BATON_TERM, process.pid, process.hrtime.bigint(), Date.now(), e.BATON_IDENTITY].join(' ') + '\\n');
+// The handler goes in before the start line: a test that signals on seeing that line must not
+// find the child still without it (killed by the signal instead of exiting with its code).
+process.on('SIGTERM', () => { line('stop'); process.exit(Number(e.CHILD_STOP_CODE || 0)); });
 line('start');
 if (e.CHILD_EXIT !== undefined) process.exit(Number(e.CHILD_EXIT));
 if (e.CHILD_RUNS && fs.readFileSync(e.CHILD_LOG, 'utf8').split('start ').length - 1 < Number(e.CHILD_RUNS)) process.exit(0);
-process.on('SIGTERM', () => { line('stop'); process.exit(Number(e.CHILD_STOP_CODE || 0)); });
 setInterval(() => {}, 1 << 30);
 `;
 

@@ -41,15 +41,16 @@ export interface ScenarioResult {
 
 /**
  * runThreeCandidateScenario runs the scenario on the store at `storeUrl` (a fresh lock name is
- * used, so a shared server is fine). `name` labels identities and the lock.
+ * used, so a shared server is fine). `name` labels identities and the lock. `timing` replaces
+ * SCENARIO_TIMING for a store whose leases cannot be that short (Azure blob leases: 15 s).
  */
-export async function runThreeCandidateScenario(options: { storeUrl: string; name: string }): Promise<ScenarioResult> {
+export async function runThreeCandidateScenario(options: { storeUrl: string; name: string; timing?: { leaseMs: number; renewDeadlineMs: number; retryMs: number } }): Promise<ScenarioResult> {
   const label = options.name.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40) || 'store';
   const lock = `scenario-${label}-${process.pid}-${Date.now().toString(36)}`;
   const dir = new TempDir();
   const log = dir.join('children.log');
   const env = cleanEnv(dir.path, { CHILD_LOG: log, CHILD_STOP_CODE: String(STOP_CODE) });
-  const t = SCENARIO_TIMING;
+  const t = options.timing ?? SCENARIO_TIMING;
   const batons = new Map<string, BatonProcess>();
   const ms = (from: bigint, to: bigint) => Number(to - from) / 1e6;
   const context = () => `\nchild log:\n${readChildLog(log).map((l) => `${l.kind} ${l.term} ${l.pid} ${l.identity}`).join('\n')}\n` +
@@ -79,7 +80,7 @@ export async function runThreeCandidateScenario(options: { storeUrl: string; nam
     assert.equal(r1.signal, 'SIGKILL');
     await waitFor(`the first child (pid ${first.pid}) to die with its baton`, () => !pidAlive(first.pid), 3_000, 5);
     const firstGoneAt = monoNs();
-    const second = await waitFor('a second leader to start its child', () => starts()[1], 15_000);
+    const second = await waitFor('a second leader to start its child', () => starts()[1], Math.max(15_000, t.leaseMs + 8_000));
     assert.notEqual(second.identity, first.identity, `the killed candidate cannot lead again${context()}`);
     assert.ok(second.term > first.term, `terms only grow: ${first.term} then ${second.term}`);
     assert.ok(second.monoNs > firstGoneAt, `the second child started before the first was seen dead${context()}`);

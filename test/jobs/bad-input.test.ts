@@ -29,10 +29,13 @@ const cases: Array<[string, string[], number, RegExp]> = [
   ['once without a command', ['once', '--key', 'v1'], 64, /^once: missing the command to run after "--"/],
   ['once with a bad --timeout', ['once', '--key', 'v1', '--timeout', 'soon', ...RUN], 78, /^--timeout: "soon" is not a duration/],
   ['once --status with --rerun', ['once', '--status', '--rerun', '--key', 'v1'], 64, /^once: --status and --rerun cannot be used together/],
-  ['--at-least-for longer than --at-most-for', ['lock', '--lock', 'l', '--at-most-for', '1m', '--at-least-for', '2m', ...RUN], 78, /^--at-least-for \(120000ms\) must not be longer than --at-most-for \(60000ms\)/],
+  ['--at-least-for longer than --at-most-for', ['lock', '--lock', 'l', '--at-most-for', '1m', '--at-least-for', '2m', ...RUN], 78, /^--at-least-for \("2m"\) must not be longer than --at-most-for \("1m"\)/],
   ['lock without --at-most-for', ['lock', '--lock', 'l', ...RUN], 64, /^lock: missing --at-most-for DURATION/],
   ['--at-most-for without a unit', ['lock', '--lock', 'l', '--at-most-for', '30', ...RUN], 78, /^--at-most-for: "30" is not a duration; write a number with a unit/],
   ['--at-most-for too short to stop anything', ['lock', '--lock', 'l', '--at-most-for', '10ms', ...RUN], 78, /^--at-most-for: must be between 100ms and 24h/],
+  ['--at-most-for echoes what was typed', ['lock', '--lock', 'l', '--at-most-for', '0.5ms', ...RUN], 78, /^--at-most-for: must be between 100ms and 24h, got "0\.5ms" \(the command must be stopped/],
+  ['a 7-field cron expression (a year last)', ['cron', '--lock', 'c', '--schedule', '0 0 3 * * * 2027', ...RUN], 78, /^--schedule: "0 0 3 \* \* \* 2027" has 7 fields; baton cron takes 5 .* or 6/],
+  ['once without a command suggests --key, not --lock', ['once', '--key', 'v1'], 64, /^once: missing the command to run after "--" \(e\.g\. baton once --key KEY -- /],
 ];
 
 for (const [name, args, code, message] of cases) {

@@ -143,4 +143,17 @@ new LeaderElector({ store: await openStore('memory:'), lock: 'ts', leaseDuration
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0]!, /npm install pg/);
   });
+
+  test('the azblob store without @azure/storage-blob: one line naming the npm install, exit 78', () => {
+    const r = spawnSync(NODE, [join(project, 'node_modules', '.bin', 'baton'), 'status', '--store', 'azblob://leases'], {
+      cwd: project,
+      env: { ...env, AZURE_STORAGE_CONNECTION_STRING: 'UseDevelopmentStorage=true' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 78, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /npm install @azure\/storage-blob@12\.32\.0/);
+  });
 });

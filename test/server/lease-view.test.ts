@@ -39,6 +39,8 @@ test('status and the dashboard agree on a live holder, and on the same holder on
   const store = dir.sqlite('agree.db');
   const status = async () => {
     const r = await runCli(['status', '--store', store, '--lock', 'gone', '--json'], { env });
+    // status never creates the store: until the holder has, there is nothing to show.
+    if (r.code === 78 && r.stderr.includes('no store at')) return {};
     assert.equal(r.code, 0, r.stderr);
     return JSON.parse(r.stdout) as Record<string, unknown>;
   };
@@ -70,7 +72,7 @@ test('status and the dashboard agree on a live holder, and on the same holder on
   assert.equal(expiredRow.holder, null, 'an expired holder is free on the dashboard too');
   assert.ok((expired.term as number) >= 1, 'the last term is kept');
   const text = await runCli(['status', '--store', store, '--lock', 'gone'], { env });
-  assert.match(text.stdout, /^gone: free \(last term \d+; \d+ transitions\)$/m);
+  assert.match(text.stdout, /^gone: free \(last term \d+; \d+ transitions?\)$/m);
   const notLeader = await runCli(['is-leader', '--store', store, '--lock', 'gone', '--identity', 'ghost'], { env });
   assert.equal(notLeader.code, 1, 'is-leader: an expired holder does not lead');
 });

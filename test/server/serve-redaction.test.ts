@@ -44,7 +44,9 @@ async function firstEvent(url: string): Promise<string> {
 test('a secret in the store URL is shown redacted and never in clear (sqlite store, real run)', async () => {
   const tokenFile = dir.join('token');
   writeFileSync(tokenFile, TOKEN, { mode: 0o600 });
-  const store = `sqlite:${dir.join('r.db')}?password=${SECRET}`;
+  // sqlite: refuses URL options, so the secret-looking part rides in the file name: what is
+  // checked is that anything shaped like `&password=…` is hidden wherever the URL is shown.
+  const store = `sqlite:${dir.join('r.db')}&password=${SECRET}`;
   for (const format of ['json', 'human']) {
     const s = await startServe(['--store', store, '--lock', `redact-${format}`, '--step-down-token-file', tokenFile, '--log-format', format, ...SERVE_TIMING], cleanEnv(dir.path), started);
     await waitFor('to lead', async () => (await getJson(`${s.url}/leader`)).body.isSelf);
@@ -66,7 +68,7 @@ test('a secret in the store URL is shown redacted and never in clear (sqlite sto
     assert.ok(!everything.includes(TOKEN), 'the step-down token appears somewhere');
     // Not vacuous: the URL *is* shown — redacted — in the state the page renders and in the log.
     const state = JSON.parse(bodies[2]!);
-    assert.equal(state.store, `sqlite:${dir.join('r.db')}?password=***`);
+    assert.equal(state.store, `sqlite:${dir.join('r.db')}&password=***`);
     assert.ok(res.stderr.includes('password=***'), res.stderr);
   }
 });

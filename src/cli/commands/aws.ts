@@ -5,11 +5,12 @@
  * (src/aws imports it lazily), so `baton --help` and the store commands never pay for it.
  */
 import { Command, Option } from 'commander';
-import { UsageError } from '../../core/errors.js';
+import { InvalidConfigError, UsageError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
-import { CliExit, info, openCliStore, withStoreOption, type CommonOptions } from '../common.js';
+import { CliExit, info, openCliStore, withOutputOptions, withStoreOption, type CommonOptions } from '../common.js';
+import { examples } from '../help.js';
 import { defaultStoreUrl, parseStoreUrl } from '../../stores/registry.js';
 import type { LeaseStore } from '../../core/store.js';
 import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
@@ -19,7 +20,8 @@ export const AWS_STRATEGIES = ['asg-lowest', 'asg-tag'] as const;
 
 /**
  * awsIsLeader runs an AWS strategy of `baton is-leader` and returns the exit code: 0 leader,
- * 1 not; errors propagate (69 AWS unreachable, 78 not in a group / refused / SDK missing).
+ * 1 not; errors propagate (69 AWS unreachable, 78 not in a group / refused / SDK missing) —
+ * the same for both strategies, so a script tells "not set up" from "not the leader".
  */
 export async function awsIsLeader(strategy: string, opts: { json?: boolean; tag?: string }): Promise<number> {
   quietSdk();
@@ -43,23 +45,31 @@ export function register(program: Command): Command {
     .command('aws')
     .summary('EC2 Auto Scaling: hand over before termination, reconcile the leader tag')
     .description(
-      'Helpers for EC2 Auto Scaling groups (see docs/aws.md). The leader checks themselves are\n' +
-        '`baton is-leader --strategy asg-lowest|asg-tag`. Needs @aws-sdk/client-auto-scaling (and\n' +
+      'Helpers for EC2 Auto Scaling groups (see docs/aws.md). The leader checks themselves are ' +
+        '`baton is-leader --strategy asg-lowest|asg-tag`. Needs @aws-sdk/client-auto-scaling (and ' +
         '@aws-sdk/client-ec2 for tags).',
+    )
+    .addHelpText(
+      'after',
+      examples([
+        ['is this instance the leader of its group? (no store needed)', 'baton is-leader --strategy asg-lowest'],
+        ['hand over before Auto Scaling terminates the instance', 'baton aws watch-termination --lock nightly-report --hook baton-drain'],
+      ]),
     );
 
   const drain = aws
     .command('drain')
     .summary('step down and release local leases, then complete the termination lifecycle action')
     .description(
-      'Ask every holder on this host of the --lock leases to step down, wait until each has\n' +
-        'released, then complete the lifecycle action --hook (CONTINUE) for this instance. Run it\n' +
-        'while a termination hook holds the instance in Terminating:Wait. The action is completed\n' +
-        'even if a holder does not release in time (the instance goes away regardless).\n' +
-        'Exit 0 done, 75 a holder did not release within --timeout, 69 store or AWS unreachable,\n' +
+      'Ask every holder on this host of the --lock leases to step down, wait until each has ' +
+        'released, then complete the lifecycle action --hook (CONTINUE) for this instance. Run it ' +
+        'while a termination hook holds the instance in Terminating:Wait. The action is completed ' +
+        'even if a holder does not release in time (the instance goes away regardless). ' +
+        'Exit 0 done, 75 a holder did not release within --timeout, 69 store or AWS unreachable, ' +
         '78 AWS refused (e.g. no lifecycle action is pending for this instance).',
     );
-  withDrainOptions(drain).action(async (opts: DrainCliOptions) => {
+  withDrainOptions(drain).addHelpText('after', examples([['hand over this host\'s leases, then let the instance terminate', 'baton aws drain --lock nightly-report --hook baton-drain']]));
+  drain.action(async (opts: DrainCliOptions) => {
     throw new CliExit(await runDrain(opts));
   });
 
@@ -67,12 +77,13 @@ export function register(program: Command): Command {
     .command('watch-termination')
     .summary('wait until Auto Scaling terminates this instance, then drain')
     .description(
-      'Poll instance metadata autoscaling/target-lifecycle-state every --interval; when it turns\n' +
-        'Terminated (or Warmed:*), run `baton aws drain` with the same options and exit with its\n' +
+      'Poll instance metadata autoscaling/target-lifecycle-state every --interval; when it turns ' +
+        'Terminated (or Warmed:*), run `baton aws drain` with the same options and exit with its ' +
         'code. Run it as a service on every instance of the group.',
     );
-  withDrainOptions(watch)
+  withOutputOptions(withDrainOptions(watch))
     .option('--interval <d>', 'how often to poll instance metadata', '5s')
+    .addHelpText('after', examples([['run as a service on every instance of the group', 'baton aws watch-termination --lock nightly-report --hook baton-drain']]))
     .action(async (opts: DrainCliOptions) => {
       quietSdk();
       const intervalMs = parseDuration(opts.interval ?? '5s', '--interval');
@@ -93,26 +104,35 @@ export function register(program: Command): Command {
     .command('reconcile')
     .summary('run the leader-tag reconciler once for the named groups')
     .description(
-      'Make exactly one InService, Healthy member of each --group carry the leader tag (what the\n' +
-        'Lambda handler does on each notification). Exit 0 when every group settled, 75 if one did\n' +
-        'not (run again), 69 AWS unreachable, 78 AWS refused. Region: AWS_REGION or instance metadata.',
+      'Make exactly one InService, Healthy member of each --group carry the leader tag (what the ' +
+        'Lambda handler does on each notification). A stale tag left on an instance that is not ' +
+        'InService (e.g. EC2 refuses to untag a terminated one) does not count and is reported as a ' +
+        'warning. Exit 0 when every group settled (also with no InService member), 75 if one did ' +
+        'not (run again), 69 AWS unreachable, 78 a group does not exist or AWS refused. ' +
+        'Region: AWS_REGION or instance metadata.',
     )
+    .addHelpText('after', examples([['settle the leader tag of two groups', 'baton aws reconcile --group web --group workers']]))
     .addOption(new Option('--group <name>', 'Auto Scaling group (repeatable)').argParser(collect).makeOptionMandatory())
     .addOption(new Option('--tag <key>', 'leader tag key (default app:isLeader)').env('BATON_LEADER_TAG'))
     .option('--json', 'print the result of each group as JSON')
     .action(async (opts: { group: string[]; tag?: string; json?: boolean }) => {
       quietSdk();
       const tag = leaderTagKey(opts.tag);
-      const api = connectAws({ region: await resolveRegion(new InstanceMetadata()) });
+      const region = await resolveRegion(new InstanceMetadata());
+      const api = connectAws({ region });
+      const missing: string[] = [];
       try {
         for (const group of opts.group) {
           const r = await reconcileGroup(api, group, { tag, log: info });
           if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
-          else info(`${group}: leader ${r.leader ?? 'none'} (${r.candidates} candidate(s))${r.exists ? '' : ' — no such group'}`);
+          if (!r.exists) missing.push(group);
+          else if (!opts.json) info(`${group}: leader ${r.leader ?? 'none'} (${r.candidates} candidate(s))${r.stale.length ? `; ${r.stale.length} stale tag(s) left` : ''}`);
         }
       } finally {
         api.close();
       }
+      // A misspelt name must not pass for a group with nobody in service (that one is exit 0).
+      if (missing.length > 0) throw new InvalidConfigError(`aws reconcile: no Auto Scaling group named ${missing.map((g) => `"${g}"`).join(', ')} in ${region}`);
       throw new CliExit(ExitCode.ok);
     });
   return aws;

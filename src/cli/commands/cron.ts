@@ -13,12 +13,19 @@ import {
   openCliStore,
   requireCommand,
   requireLock,
+  resolveIdentity,
   resolveTimingOptions,
+  storeTarget,
+  warn,
   withLockOption,
+  withOutputOptions,
   withStoreOption,
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
+import { examples } from '../help.js';
+import { reportStandby } from '../standby.js';
+import { InvalidConfigError } from '../../core/errors.js';
 import { jobOutcome } from '../job-outcome.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
@@ -37,31 +44,41 @@ export function register(program: Command): void {
     .command('cron')
     .summary('run a command on a cron schedule, on the leader only')
     .description(
-      'Every instance runs the same line; only the leader of the lock runs the schedule. Each slot is\n' +
-        'claimed in the store\'s ledger with the leader\'s term before COMMAND starts, so it runs at most\n' +
-        'once fleet-wide, across failovers, restarts and clocks that disagree. COMMAND gets BATON_SLOT\n' +
-        '(the scheduled instant, ISO 8601), BATON_TERM, BATON_LOCK and BATON_IDENTITY. A run that\n' +
-        'outlasts leadership is stopped like `baton run` does and recorded as cut, never retried.\n' +
-        'Missed slots (after a failover or downtime): --missed latest (default) runs the most recent\n' +
-        'one once, if it is younger than one interval; --missed skip never catches up.\n' +
+      'Every instance runs the same line; only the leader of the lock runs the schedule. Each slot is ' +
+        'claimed in the store\'s ledger with the leader\'s term before COMMAND starts, so it runs at most ' +
+        'once fleet-wide, across failovers, restarts and clocks that disagree. COMMAND gets BATON_SLOT ' +
+        '(the scheduled instant, ISO 8601), BATON_TERM, BATON_LOCK and BATON_IDENTITY. A run that ' +
+        'outlasts leadership is stopped like `baton run` does and recorded as cut, never retried. ' +
+        'Missed slots (after a failover or downtime): --missed latest (default) runs the most recent ' +
+        'one once, if it is younger than one interval; --missed skip never catches up. ' +
         'SIGINT/SIGTERM: forwarded to a running COMMAND; baton records its outcome, releases, exits 0.',
     )
     .argument('<command...>', 'the command to run, after --');
   withStoreOption(cmd);
   withLockOption(cmd);
   withTimingOptions(cmd);
+  withOutputOptions(cmd);
   cmd
     .addOption(new Option('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first (e.g. "*/5 * * * *")').env('BATON_SCHEDULE'))
     .addOption(new Option('--tz <zone>', 'IANA time zone the schedule is read in (default UTC)').env('BATON_TZ'))
     .addOption(new Option('--missed <policy>', 'missed slots: latest (default) or skip'))
+    .addHelpText(
+      'after',
+      examples([
+        ['every instance runs this line; the leader runs the job every 5 minutes', 'baton cron --lock cleanup --schedule "*/5 * * * *" -- ./cleanup.sh'],
+        ['at 03:00 Paris time, on a shared store, never catching up a missed night', 'baton cron --store postgres://baton@db/ops --lock nightly --schedule "0 3 * * *" --tz Europe/Paris --missed skip -- ./nightly.sh'],
+      ]),
+    )
     .action(async (words: string[], opts: CronCliOptions) => {
       const lock = requireLock(opts);
       if (opts.schedule === undefined) throw new UsageError('cron: missing --schedule "CRON" (e.g. --schedule "*/5 * * * *")');
-      const argv = requireCommand(words, 'cron');
+      const argv = requireCommand(words, 'cron', 'baton cron --lock NAME --schedule "*/5 * * * *" -- ./job.sh');
+      checkFieldCount(opts.schedule);
       const schedule = new Schedule(opts.schedule, opts.tz ?? 'UTC', { schedule: '--schedule', timezone: '--tz' });
       const missed = validateMissedPolicy(opts.missed ?? 'latest', '--missed');
       const timing = resolveTimingOptions(opts);
-      const store = await openCliStore(opts);
+      resolveIdentity(opts);
+      const store = await openCliStore(storeTarget(opts));
       try {
         requireLedger(store, 'cron');
         const elector = makeElector(store, opts, lock, timing);
@@ -71,6 +88,17 @@ export function register(program: Command): void {
       }
     });
   if (!statusSections.includes(cronSection)) statusSections.push(cronSection);
+}
+
+/**
+ * checkFieldCount refuses a 7-field expression (a year last, as Quartz writes it): the command
+ * line takes 5 fields, or 6 with seconds first, as its help says. Nicknames (@daily) pass.
+ */
+function checkFieldCount(expression: string): void {
+  const fields = expression.trim().split(/\s+/).filter(Boolean);
+  if (!expression.trim().startsWith('@') && fields.length > 6) {
+    throw new InvalidConfigError(`--schedule: "${expression}" has ${fields.length} fields; baton cron takes 5 (minute hour day month weekday) or 6 (seconds first)`);
+  }
 }
 
 /** cronSection adds the last cron slots and their outcome to `baton status`. */
@@ -86,6 +114,8 @@ const cronSection: StatusSection = async (store, lock, json) => {
 };
 
 async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy): Promise<number> {
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
   let current: TermRun | undefined;
   let interrupted: NodeJS.Signals | undefined;
   const name = argv[0];
@@ -95,7 +125,7 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
       lock: elector.lock,
       identity: elector.identity,
       env: ctx.env,
-      onLost: (reason) => info(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`),
+      onLost: (reason) => warn(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`, 'lost', { lock: elector.lock, reason }),
     });
     current = run;
     const onAbort = () => run.stop();
@@ -108,10 +138,11 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
     }
   };
   const job = new CronJob(store, elector.lock, { schedule: schedule.expression, timezone: schedule.timezone, missed, elector }, runner);
-  elector.on('storeError', (err) => info(`store error: ${err.message}`));
+  let fatal: InvalidConfigError | undefined;
+  const offReports = reportStandby(elector, { onFatal: (err) => ((fatal = err), resolveStopped()) });
   elector.on('elected', (e) => info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${e.term}); running "${schedule.expression}" (${schedule.timezone})`));
   elector.on('stopped', (e) => info(`stopped leading "${elector.lock}" (term ${e.term}, ${e.reason})`));
-  job.on('storeError', (err) => info(`cron: store error: ${err.message}`));
+  job.on('storeError', (err) => warn(`cron: store error: ${err.message}`, 'store-error'));
   job.on('stale', (e) => info(`cron: the ledger already shows term ${e.newerTerm}; term ${e.term} is stale and claims nothing`));
   job.on('skipped', (e) => info(`cron: ${e.count} missed slot(s) skipped (through ${new Date(e.throughMs).toISOString()})`));
   job.on('claimed', (r) => info(`slot ${r.slot}: starting ${name} (term ${r.term}${r.late ? ', missed slot caught up late' : ''})`));
@@ -120,8 +151,7 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
     info(`slot ${r.slot}: ${r.status}${exit}${r.outcome.kind === 'cut' ? `: ${r.outcome.reason}` : r.outcome.error ? `: ${r.outcome.error}` : ''}`);
   });
 
-  let resolveStopped!: () => void;
-  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+
   // Every signal goes to a running command; the first also stops the schedule.
   const onSignal = (sig: NodeJS.Signals) => {
     interrupted ??= sig;
@@ -132,11 +162,16 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
   try {
     job.start();
     await stopped;
+    if (fatal) {
+      await job.stop();
+      throw fatal;
+    }
     info(`${interrupted}: stopping; ${current ? `waiting for ${name} to exit` : 'no run in progress'}`);
     // The running command got the signal; let it end by itself so its real outcome is recorded.
     await job.stop({ abortRun: false });
     return 0;
   } finally {
+    offReports();
     offSignals();
   }
 }

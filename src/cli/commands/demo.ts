@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
+import { examples } from '../help.js';
 import { SqliteStore } from '../../stores/sqlite/index.js';
 import type { LeaseRecord } from '../../core/store.js';
 import { CliExit } from '../common.js';
@@ -16,10 +17,11 @@ export function register(program: Command): void {
     .command('demo')
     .summary('watch three candidates elect, fail over after kill -9, and hand over on SIGTERM')
     .description(
-      'Starts three `baton run` candidates on a temporary embedded store with short leases\n' +
-        `(lease ${LEASE.lease}, renew deadline ${LEASE.renew}, retry ${LEASE.retry}), kills the leader with SIGKILL,\n` +
+      'Starts three `baton run` candidates on a temporary embedded store with short leases ' +
+        `(lease ${LEASE.lease}, renew deadline ${LEASE.renew}, retry ${LEASE.retry}), kills the leader with SIGKILL, ` +
         'then stops the next leader with SIGTERM, and reports how long each change of leader took.',
     )
+    .addHelpText('after', examples([['the 30-second tour (needs nothing but baton)', 'baton demo']]))
     .action(async () => {
       throw new CliExit(await demo());
     });

@@ -4,6 +4,7 @@
  * lock nobody uses, and says so when it cannot; it never writes, and never creates a store.
  */
 import { existsSync } from 'node:fs';
+import { examples } from '../help.js';
 import { Command } from 'commander';
 import { errorMessage } from '../../core/errors.js';
 import { formatDuration } from '../../core/duration.js';
@@ -27,10 +28,16 @@ export function register(program: Command): void {
         'handover (measured round trip × the store\'s round trips), the safety margin lease − renew deadline ' +
         'and what it protects against, the store requests per second of the leader and of each standby, ' +
         'and warnings for risky settings. The round trip is measured with a few reads when the store is ' +
-        'reachable; nothing is written.\n\n' +
-        'Examples:\n  baton explain --store redis://cache:6379 --lease-duration 5s --renew-deadline 3s --retry-period 1s\n  baton explain --json',
+        'reachable; nothing is written.',
     )
-    .option('--json', 'print the figures as JSON');
+    .option('--json', 'print the figures as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        ['what a Redis store with these timings gives', 'baton explain --store redis://cache:6379 --lease-duration 5s --renew-deadline 3s --retry-period 1s'],
+        ['the defaults, for a script', 'baton explain --json'],
+      ]),
+    );
   withStoreOption(cmd);
   withTimingOptions(cmd);
   cmd.action(async (opts: CommonOptions & { json?: boolean }) => {

@@ -11,6 +11,7 @@ import { register as once } from './once.js';
 import { register as lock } from './lock.js';
 import { register as shards } from './shards.js';
 import { register as explainCmd } from './explain.js';
+import { register as completion } from './completion.js';
 
-/** COMMANDS registers every subcommand, in the order `baton --help` lists them. */
-export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, demo, serve, aws, cron, once, lock, shards, explainCmd];
+/** COMMANDS registers every subcommand, in the order `baton --help` lists them (grouped: help.ts). */
+export const COMMANDS: ((program: Command) => unknown)[] = [run, isLeader, status, release, shards, cron, once, lock, serve, aws, demo, explainCmd, completion];

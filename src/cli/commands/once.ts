@@ -6,7 +6,23 @@ import { validateLockName } from '../../core/options.js';
 import { defaultOnceLock, readOnceRecord, runOnceWith, type OnceRecord, type OnceResult } from '../../jobs/once.js';
 import { validateJobKey } from '../../jobs/ledger-keys.js';
 import type { Runner } from '../../jobs/runner.js';
-import { CliExit, info, makeElector, openCliStore, requireCommand, resolveTimingOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
+import {
+  CliExit,
+  info,
+  makeElector,
+  openCliStore,
+  requireCommand,
+  resolveIdentity,
+  resolveTimingOptions,
+  storeTarget,
+  warn,
+  withOutputOptions,
+  withStoreOption,
+  withTimingOptions,
+  type CommonOptions,
+} from '../common.js';
+import { examples } from '../help.js';
+import { reportStandby } from '../standby.js';
 import { jobOutcome } from '../job-outcome.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals, signalExitCode } from '../signals.js';
@@ -27,18 +43,19 @@ export function register(program: Command): void {
     .command('once')
     .summary('run a command once per key across the fleet (e.g. migrations per release)')
     .description(
-      'Every instance may run the same line. One runs COMMAND; the others wait for it and exit with\n' +
-        'its recorded exit code. The outcome (exit code, who, when, term) is kept in the store\'s ledger,\n' +
-        'so instances started later — even after every earlier one was terminated — do not run it again.\n' +
-        'A failed run is never retried silently: --rerun runs it again. If the runner dies mid-run,\n' +
-        'another instance runs COMMAND again once the dead runner\'s lease expires: COMMAND must be\n' +
-        'idempotent. COMMAND gets BATON_KEY, BATON_TERM, BATON_LOCK, BATON_ATTEMPT, BATON_IDENTITY.\n' +
-        'Exit: COMMAND\'s code (run here or recorded); 0 with --no-wait when another instance is on it;\n' +
+      'Every instance may run the same line. One runs COMMAND; the others wait for it and exit with ' +
+        'its recorded exit code. The outcome (exit code, who, when, term) is kept in the store\'s ledger, ' +
+        'so instances started later — even after every earlier one was terminated — do not run it again. ' +
+        'A failed run is never retried silently: --rerun runs it again. If the runner dies mid-run, ' +
+        'another instance runs COMMAND again once the dead runner\'s lease expires: COMMAND must be ' +
+        'idempotent. COMMAND gets BATON_KEY, BATON_TERM, BATON_LOCK, BATON_ATTEMPT, BATON_IDENTITY. ' +
+        'Exit: COMMAND\'s code (run here or recorded); 0 with --no-wait when another instance is on it; ' +
         '75 on --timeout or when the run was cut off; --status exits 0 if done, 1 otherwise.',
     )
     .argument('[command...]', 'the command to run, after --');
   withStoreOption(cmd);
   withTimingOptions(cmd);
+  withOutputOptions(cmd);
   cmd
     .addOption(new Option('--key <key>', 'what is done once, e.g. the release version (required)').env('BATON_ONCE_KEY'))
     .addOption(new Option('--lock <name>', 'lock serialising the runners (default once/KEY)'))
@@ -47,6 +64,14 @@ export function register(program: Command): void {
     .option('--status', 'print the recorded outcome of --key and exit (0 if done, 1 if not)')
     .option('--json', 'with --status: print JSON')
     .option('--rerun', 'run again if the recorded outcome is a failure')
+    .addHelpText(
+      'after',
+      examples([
+        ['migrations once per deploy, however many instances start at once', 'baton once --key "migrate-$RELEASE" -- npm run migrate'],
+        ['did it run? (exit 0 if done)', 'baton once --key "migrate-$RELEASE" --status'],
+        ['run a failed attempt again', 'baton once --key "migrate-$RELEASE" --rerun -- npm run migrate'],
+      ]),
+    )
     .action(async (words: string[], opts: OnceCliOptions) => {
       if (opts.key === undefined) throw new UsageError('once: missing --key KEY (e.g. --key "$RELEASE_VERSION")');
       const key = validateJobKey(opts.key, '--key');
@@ -55,10 +80,11 @@ export function register(program: Command): void {
         if (opts.rerun) throw new UsageError('once: --status and --rerun cannot be used together');
         throw new CliExit(await printStatus(opts, key));
       }
-      const argv = requireCommand(words, 'once');
+      const argv = requireCommand(words, 'once', 'baton once --key KEY -- ./migrate.sh');
       const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout, '--timeout') : undefined;
       const timing = resolveTimingOptions(opts);
-      const store = await openCliStore(opts);
+      resolveIdentity(opts);
+      const store = await openCliStore(storeTarget(opts));
       try {
         const elector = makeElector(store, opts, lock, timing);
         throw new CliExit(await runCommandOnce(store, elector, key, argv, { wait: opts.wait !== false, timeoutMs, rerun: !!opts.rerun }));
@@ -69,7 +95,7 @@ export function register(program: Command): void {
 }
 
 async function printStatus(opts: OnceCliOptions, key: string): Promise<number> {
-  const store = await openCliStore(opts);
+  const store = await openCliStore(storeTarget(opts, 'read'));
   try {
     const record = await readOnceRecord(store, key);
     process.stdout.write(opts.json ? `${JSON.stringify(record ?? { key, status: 'never-run' })}\n` : `${describe(key, record)}\n`);
@@ -105,7 +131,7 @@ async function runCommandOnce(
     else giveUp.abort(new CliExit(signalExitCode(sig)));
   };
   const offSignals = onTerminationSignals(onSignal);
-  elector.on('storeError', (err) => info(`store error: ${err.message}`));
+  const offReports = reportStandby(elector, { waiting: o.wait, onFatal: (err) => giveUp.abort(err) });
   const runner: Runner = async (ctx) => {
     info(`once ${key}: running ${name} (term ${ctx.term}, attempt ${ctx.env.BATON_ATTEMPT})`);
     const run = runTerm(electorWindow(elector, ctx.term), {
@@ -113,7 +139,7 @@ async function runCommandOnce(
       lock: elector.lock,
       identity: elector.identity,
       env: ctx.env,
-      onLost: (reason) => info(`once ${key}: lock "${elector.lock}" lost (${reason}); stopping ${name}`),
+      onLost: (reason) => warn(`once ${key}: lock "${elector.lock}" lost (${reason}); stopping ${name}`, 'lost', { lock: elector.lock, reason }),
     });
     current = run;
     try {
@@ -122,7 +148,6 @@ async function runCommandOnce(
       current = undefined;
     }
   };
-  const waitingFor = new Set<string>();
   try {
     const result = await runOnceWith(
       store,
@@ -134,15 +159,12 @@ async function runCommandOnce(
         timeoutMs: o.timeoutMs,
         rerun: o.rerun,
         signal: giveUp.signal,
-        onWaiting: (holder) => {
-          if (o.wait && !waitingFor.has(holder)) info(`once ${key}: ${holder} holds "${elector.lock}"; waiting for it`);
-          waitingFor.add(holder);
-        },
       },
       runner,
     );
     return report(key, name, result, o.rerun, interrupted);
   } finally {
+    offReports();
     offSignals();
   }
 }

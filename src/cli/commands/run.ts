@@ -1,8 +1,9 @@
 import { Command, Option } from 'commander';
-import { LeaseLostError } from '../../core/errors.js';
+import { InvalidConfigError, LeaseLostError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
-import type { ElectedEvent, LeaderElector } from '../../core/elector.js';
+import type { ElectedEvent, LeaderElector, StoppedEvent } from '../../core/elector.js';
+import { STEP_DOWN_INSTANCE_LEAVING } from '../../core/step-down.js';
 import {
   CliExit,
   info,
@@ -10,14 +11,21 @@ import {
   openCliStore,
   requireCommand,
   requireLock,
+  resolveIdentity,
+  resolveTimingOptions,
+  storeTarget,
+  warn,
   withLockOption,
+  withOutputOptions,
   withStoreOption,
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
+import { reportStandby } from '../standby.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals, signalExitCode } from '../signals.js';
 import { runTerm, type TermRun } from '../term-runner.js';
+import { examples } from '../help.js';
 
 interface RunOptions extends CommonOptions {
   keepRunning?: boolean;
@@ -30,24 +38,38 @@ export function register(program: Command): void {
     .command('run')
     .summary('run a command while this instance leads')
     .description(
-      'Campaign for the lock; when elected, run COMMAND with BATON_LOCK, BATON_IDENTITY and BATON_TERM\n' +
-        '(the fencing token) set. If leadership is lost the command is stopped (SIGTERM, then SIGKILL)\n' +
-        'before any other instance can be elected, and baton exits 75. When the command exits, the\n' +
-        'lease is released and baton exits with its code.',
+      'Campaign for the lock; when elected, run COMMAND with BATON_LOCK, BATON_IDENTITY and BATON_TERM ' +
+        '(the fencing token) set. While another instance leads, say so on stderr (once, and again when the ' +
+        'leader changes). If leadership is lost the command is stopped (SIGTERM, then SIGKILL) ' +
+        'before any other instance can be elected, and baton exits 75 — or 79 when it was asked to step ' +
+        'down because this instance is leaving (`baton aws drain`; list 79 in systemd\'s ' +
+        'RestartPreventExitStatus=). When the command exits, the lease is released and baton exits ' +
+        'with its code.',
     )
     .argument('<command...>', 'the command to run, after --');
   withStoreOption(cmd);
   withLockOption(cmd);
   withTimingOptions(cmd);
+  withOutputOptions(cmd);
   cmd
     .option('--keep-running', 'after the command exits or leadership is lost, campaign again and rerun it')
-    .addOption(new Option('--timeout <d>', 'give up campaigning after this long (exit 75)'))
+    .addOption(new Option('--timeout <d>', 'give up campaigning after this long (exit 75); with --keep-running, for each campaign, not counting the pause after a release'))
+    .addHelpText(
+      'after',
+      examples([
+        ['run a consumer on one instance of the fleet at a time', 'baton run --lock orders-consumer -- node consumer.js'],
+        ['keep a singleton alive across failures, against a shared store', 'BATON_STORE=postgres://baton@db/ops baton run --lock reaper --keep-running -- ./reaper.sh'],
+        ['try for at most a minute', 'baton run --lock report --timeout 1m -- ./report.sh'],
+      ]),
+    )
     .action(async (words: string[], opts: RunOptions) => {
       const lock = requireLock(opts);
       const argv = requireCommand(words, 'run');
       const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout, '--timeout') : undefined;
-      const store = await openCliStore(opts);
-      const elector = makeElector(store, opts, lock);
+      const timing = resolveTimingOptions(opts);
+      resolveIdentity(opts);
+      const store = await openCliStore(storeTarget(opts));
+      const elector = makeElector(store, opts, lock, timing);
       try {
         throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs }));
       } finally {
@@ -68,37 +90,56 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
     else giveUp.abort(new CliExit(signalExitCode(sig)));
   };
   const offSignals = onTerminationSignals(onSignal);
-  elector.on('storeError', (err) => info(`store error: ${err.message}`));
+  const offReports = reportStandby(elector, { onFatal: (err) => giveUp.abort(err) });
+  let pauseMs = 0;
   try {
     elector.start();
     for (;;) {
-      const won = await campaign(elector, giveUp.signal, o.timeoutMs);
-      info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`);
+      const won = await campaign(elector, giveUp.signal, o.timeoutMs === undefined ? undefined : o.timeoutMs + pauseMs);
+      info(`elected leader of "${elector.lock}" as ${elector.identity} (term ${won.term}); starting ${argv[0]}`, 'elected', { lock: elector.lock, identity: elector.identity, term: won.term });
       let stopping: Promise<void> | undefined;
+      // A step-down asked for because this host is going away (`baton aws drain`): listened to
+      // before the window is made, so it is known when onLost runs.
+      let leaving = false;
+      const onStopped = (e: StoppedEvent) => {
+        if (e.term === won.term && e.note === STEP_DOWN_INSTANCE_LEAVING) leaving = true;
+      };
+      elector.on('stopped', onStopped);
       current = runTerm(electorWindow(elector, won.term), {
         argv,
         lock: elector.lock,
         identity: elector.identity,
         onLost: (reason) => {
-          info(`leadership of "${elector.lock}" lost (${reason}); stopping ${argv[0]}`);
+          warn(`leadership of "${elector.lock}" lost (${reason}${leaving ? ': this instance is leaving' : ''}); stopping ${argv[0]}`, 'lost', { lock: elector.lock, reason, ...(leaving ? { leaving: true } : {}) });
           // Not running again: stop campaigning now, or the elector may win the lease back (a new
           // term, for nothing) while the command is still shutting down.
-          if (interrupted || !o.keepRunning) stopping = elector.stop();
+          if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();
         },
       });
       const outcome = await current.done;
       current = undefined;
+      elector.off('stopped', onStopped);
+      if (outcome.kind === 'lost' && leaving) {
+        // Handed over because this host is leaving: done (79), whatever --keep-running says.
+        await (stopping ?? elector.stop());
+        return interrupted ? signalExitCode(interrupted) : ExitCode.leaving;
+      }
       if (outcome.kind === 'lost') {
         await stopping;
         if (interrupted || !o.keepRunning) return interrupted ? signalExitCode(interrupted) : ExitCode.tempFail;
+        pauseMs = 0;
         continue;
       }
-      if (outcome.kind === 'not-started') info(`cannot run ${argv[0]}: ${outcome.message}`);
+      if (outcome.kind === 'not-started') warn(`cannot run ${argv[0]}: ${outcome.message}`, 'not-started');
       if (interrupted || !o.keepRunning || outcome.kind === 'not-started') return outcome.code;
       info(`${argv[0]} exited with ${outcome.code}; releasing and campaigning again`);
+      // resign() holds this candidate back for a retry period (with jitter) so another can win
+      // first: that pause is baton's choice, so it does not count against --timeout.
+      pauseMs = Math.ceil(elector.timing.retryPeriodMs * (1 + elector.timing.jitterFactor));
       await elector.resign();
     }
   } finally {
+    offReports();
     offSignals();
   }
 }
@@ -109,7 +150,7 @@ async function campaign(elector: LeaderElector, giveUp: AbortSignal, timeoutMs?:
   try {
     return await elector.elected({ signal: AbortSignal.any(signals) });
   } catch (err) {
-    if (err instanceof CliExit) throw err;
+    if (err instanceof CliExit || err instanceof InvalidConfigError) throw err;
     throw new LeaseLostError(`run: not elected leader of "${elector.lock}" within the --timeout (held by ${elector.leader()?.holder ?? 'nobody'})`);
   }
 }

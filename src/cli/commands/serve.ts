@@ -11,12 +11,16 @@ import {
   makeElector,
   openCliStore,
   requireLock,
+  resolveIdentity,
+  resolveTimingOptions,
   storeLabel,
+  storeTarget,
   withLockOption,
   withStoreOption,
   withTimingOptions,
   type CommonOptions,
 } from '../common.js';
+import { examples } from '../help.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
 import { runTerm } from '../term-runner.js';
@@ -33,10 +37,10 @@ export function register(program: Command): void {
     .command('serve')
     .summary('campaign for a lock and serve /leader, /healthz, /metrics and a live dashboard')
     .description(
-      'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators:\n' +
-        'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard),\n' +
-        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this\n' +
-        'instance leads (stopped before anyone else could lead); without one, baton just holds the\n' +
+      'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators: ' +
+        'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard), ' +
+        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this ' +
+        'instance leads (stopped before anyone else could lead); without one, baton just holds the ' +
         'lease. SIGTERM/SIGINT stop the command, release the lease, close the server and exit 0.',
     )
     .argument('[command...]', 'optional command to run while leading, after --');
@@ -46,8 +50,15 @@ export function register(program: Command): void {
   cmd
     .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
     .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
-    .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human'))
+    .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human').env('BATON_LOG_FORMAT'))
     .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'))
+    .addHelpText(
+      'after',
+      examples([
+        ['a sidecar that answers GET /leader for the app beside it', 'baton serve --lock orders-consumer --listen 127.0.0.1:4040'],
+        ['run the consumer while leading, with JSON logs, on a shared store', 'baton serve --store redis://cache:6379 --lock orders-consumer --log-format json -- node consumer.js'],
+      ]),
+    )
     .action(async (words: string[], opts: ServeOptions & { shardGroup?: string[] }) => {
       const lock = requireLock(opts);
       const shardGroups = (opts.shardGroup ?? []).map((g) => validateLockName(g, '--shard-group'));
@@ -55,8 +66,10 @@ export function register(program: Command): void {
       const log = createLogger(opts.logFormat as LogFormat);
       const token = readStepDownToken(opts.stepDownTokenFile, log);
       const argv = words.length > 0 ? words : undefined;
-      const store = await openCliStore(opts);
-      const elector = makeElector(store, opts, lock);
+      const timing = resolveTimingOptions(opts);
+      resolveIdentity(opts);
+      const store = await openCliStore(storeTarget(opts));
+      const elector = makeElector(store, opts, lock, timing);
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);

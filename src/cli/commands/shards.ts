@@ -9,7 +9,8 @@
 import { Command, Option } from 'commander';
 import { InvalidConfigError, UsageError } from '../../core/errors.js';
 import { ShardGroup, shardLock } from '../../shards/group.js';
-import { CliExit, info, openCliStore, requireCommand, resolveIdentity, resolveTimingOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
+import { CliExit, info, openCliStore, requireCommand, resolveIdentity, resolveTimingOptions, storeTarget, withOutputOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
+import { examples } from '../help.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals, signalExitCode } from '../signals.js';
 import { runTerm, type TermRun } from '../term-runner.js';
@@ -29,8 +30,14 @@ export function register(program: Command): void {
       'Join shard group G of N shards; the shards are spread evenly over the live instances, and ' +
         'for each shard this instance owns COMMAND runs with BATON_SHARD (0 … N-1), BATON_SHARDS, ' +
         'BATON_TERM (that shard\'s fencing token), BATON_LOCK and BATON_IDENTITY. When an instance ' +
-        'joins, leaves or dies, as few shards as possible move, one hand-off at a time.\n\n' +
-        'Example:\n  baton shards --group orders --shards 64 --identity "$POD_NAME" -- ./consume-partition.sh',
+        'joins, leaves or dies, as few shards as possible move, one hand-off at a time.',
+    )
+    .addHelpText(
+      'after',
+      examples([
+        ['64 partitions consumed across the fleet, one process per owned shard', 'baton shards --group orders --shards 64 --identity "$POD_NAME" -- ./consume-partition.sh'],
+        ['who owns which shard', 'baton status --group orders'],
+      ]),
     )
     .argument('<command...>', 'the command to run per shard, after --')
     .addOption(new Option('--group <name>', 'the shard group (required)').env('BATON_GROUP'))
@@ -38,17 +45,18 @@ export function register(program: Command): void {
     .addOption(new Option('--max-moves <n>', 'at most this many shards given up per retry period (default ⌈N/16⌉)'));
   withStoreOption(cmd);
   withTimingOptions(cmd);
+  withOutputOptions(cmd);
   cmd.action(async (words: string[], opts: ShardsOptions) => {
     if (opts.group === undefined) throw new UsageError('shards: missing --group NAME (or BATON_GROUP)');
     if (opts.shards === undefined) throw new UsageError('shards: missing --shards N (or BATON_SHARDS)');
     const shards = wholeNumber(opts.shards, '--shards');
     const maxMovesPerPeriod = opts.maxMoves === undefined ? undefined : wholeNumber(opts.maxMoves, '--max-moves');
-    const argv = requireCommand(words, 'shards');
+    const argv = requireCommand(words, 'shards', 'baton shards --group NAME --shards N -- ./work.sh');
     const timing = resolveTimingOptions(opts);
     const identity = resolveIdentity(opts);
     // Checked before the store is touched: ShardGroup validates the group name and count.
     const probe = { group: opts.group, shards, identity, maxMovesPerPeriod, ...timing };
-    const store = await openCliStore(opts);
+    const store = await openCliStore(storeTarget(opts));
     try {
       throw new CliExit(await runShards(store, probe, argv));
     } finally {

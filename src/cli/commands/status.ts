@@ -3,8 +3,9 @@ import { formatDuration } from '../../core/duration.js';
 import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { validateLockName } from '../../core/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
-import { CliExit, openCliStore, storeLabel, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
-import { freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
+import { CliExit, openCliStore, storeLabel, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
+import { examples } from '../help.js';
+import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
 import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
 
@@ -35,7 +36,7 @@ export const statusSections: StatusSection[] = [];
 /** register adds `baton status`. */
 export function register(program: Command): void {
   const cmd = program.command('status').summary('show who holds each lock, with which term').description(
-    'Show the holder, term, hostname, pid, acquired/renewed times, time to expiry and transitions of\n' +
+    'Show the holder, term, hostname, pid, acquired/renewed times, time to expiry and transitions of ' +
       'one lock (--lock) or of every lock in the store.',
   );
   withStoreOption(cmd);
@@ -44,10 +45,19 @@ export function register(program: Command): void {
     .option('--json', 'print JSON: one object with --lock, else an array with one object per lock')
     .option('--watch', 'redraw as things change')
     .option('--group <name>', 'show a shard group: its members and the owner and term of every shard')
+    .addHelpText(
+      'after',
+      examples([
+        ['who leads each lock of the default store', 'baton status'],
+        ['one lock, for a script', 'baton status --lock nightly-report --json'],
+        ['follow a shared store live', 'baton status --store postgres://baton@db/ops --watch'],
+        ['the shards of a group: members, owners and terms', 'baton status --group orders'],
+      ]),
+    )
     .action(async (opts: CommonOptions & { json?: boolean; watch?: boolean; group?: string }) => {
       const lock = opts.lock !== undefined ? validateLockName(opts.lock, '--lock') : undefined;
       const group = opts.group !== undefined ? validateLockName(opts.group, '--group') : undefined;
-      const store = await openCliStore(opts);
+      const store = await openCliStore(storeTarget(opts, 'read'));
       try {
         if (group !== undefined) {
           const view = shardGroupView(await readShardGroup(store, group), { serverExpiry: store.capabilities.serverExpiry });
@@ -70,6 +80,7 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   const records = lock ? [await store.read(lock)].filter((r): r is LeaseRecord => !!r) : await store.list!();
   const now = Date.now();
   const rows = records.map((r) => toStatus(leaseView(r, { nowWallMs: now, serverExpiry: store.capabilities.serverExpiry })));
+  const deadPids = new Map(records.map((r) => [r.lock, deadLocalHolder(r)]));
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);
@@ -98,12 +109,17 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
       s.holder
         ? `${s.lock}: held by ${s.holder} (term ${s.term}) on ${s.hostname ?? '?'} pid ${s.pid ?? '?'}; ` +
             `acquired ${s.acquiredAt}, renewed ${s.renewedAt}, expires in ${formatDuration(s.expiresInMs ?? 0)}; ` +
-            `${s.transitions} transitions${s.stepDownRequested ? '; step-down requested' : ''}`
-        : `${s.lock}: free (last term ${s.term}; ${s.transitions} transitions)`,
+            `${transitions(s.transitions)}${s.stepDownRequested ? '; step-down requested' : ''}` +
+            (deadPids.get(s.lock) ? `; pid ${deadPids.get(s.lock)} is not running on this host: the lease is no longer renewed and runs out in ${formatDuration(s.expiresInMs ?? 0)}` : '')
+        : `${s.lock}: free (last term ${s.term}; ${transitions(s.transitions)})`,
     );
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;
+}
+
+function transitions(n: number): string {
+  return `${n} transition${n === 1 ? '' : 's'}`;
 }
 
 function emptyStatus(lock: string): LockStatus {

@@ -90,7 +90,7 @@ export interface ParsedPostgresUrl {
  * driver's (sslmode, application_name, …) stay. Unknown parameters are an InvalidConfigError.
  * Defined values in `overrides` (options given in code) win over the URL's.
  */
-export function parsePostgresUrl(url: URL | string, overrides: Partial<PostgresTuning> = {}): ParsedPostgresUrl {
+export function parsePostgresUrl(url: URL | string, overrides: Partial<PostgresTuning> = {}, env: NodeJS.ProcessEnv = process.env): ParsedPostgresUrl {
   let u: URL;
   try {
     u = new URL(String(url));
@@ -99,6 +99,10 @@ export function parsePostgresUrl(url: URL | string, overrides: Partial<PostgresT
   }
   if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
     throw new InvalidConfigError(`postgres: "${redactUrl(u.href)}" must start with postgres:// or postgresql://`);
+  }
+  // Without a host the driver would quietly try localhost: a URL that names no server is a mistake.
+  if (u.hostname === '' && !u.searchParams.get('host') && !env.PGHOST) {
+    throw new InvalidConfigError(`postgres: "${redactUrl(u.href)}" names no host (expected postgres://user@host:5432/db; a Unix socket: ?host=/var/run/postgresql)`);
   }
   const partial: Partial<PostgresTuning> = {};
   for (const [key, value] of [...u.searchParams]) {

@@ -11,8 +11,8 @@ export const postgresStore: StoreDescriptor<string> = {
   name: 'postgres',
   schemes: ['postgres', 'postgresql'],
   crossProcess: true,
-  parse(text) {
-    parsePostgresUrl(text.trim());
+  parse(text, options) {
+    parsePostgresUrl(text.trim(), {}, options.env);
     return text.trim();
   },
   async open(connectionString) {

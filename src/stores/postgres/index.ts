@@ -243,6 +243,8 @@ export class PostgresStore implements LeaseStore {
     let found = await probe(this.conn.query);
     if (!found.schema) throw new InvalidConfigError('postgres: no schema on the search_path exists; name one with ?schema=');
     const names = new PostgresNames(found.schema, table);
+    // Before creating anything: tables of these names must be baton's.
+    await this.checkColumns(names);
     if (found.present !== 4) {
       // Several processes may start at once; the advisory lock makes creation happen once.
       await this.conn.transaction(async (query) => {
@@ -253,6 +255,31 @@ export class PostgresStore implements LeaseStore {
     }
     this.names = names;
     return new PostgresStatements(names);
+  }
+
+  /**
+   * checkColumns refuses tables of baton's names that lack baton's columns (someone else's
+   * table): a configuration error naming the table, not a raw SQL failure on every call.
+   */
+  private async checkColumns(names: PostgresNames): Promise<void> {
+    const expected: Record<string, readonly string[]> = {
+      [names.table]: ['lock', 'holder', 'term', 'lease_ms', 'acquired_at', 'renewed_at', 'transitions', 'step_down', 'metadata', 'revision'],
+      [`${names.table}_terms`]: ['lock', 'term'],
+      [`${names.table}_ledger`]: ['key', 'value', 'version'],
+    };
+    const rows = await this.conn.query(
+      `SELECT table_name::text AS name, array_agg(column_name::text) AS columns FROM information_schema.columns
+       WHERE table_schema = $1 AND table_name = ANY($2::text[]) GROUP BY table_name`,
+      [names.schema, Object.keys(expected)],
+    );
+    for (const row of rows as { name: string; columns: string[] }[]) {
+      const missing = (expected[row.name] ?? []).filter((c) => !row.columns.includes(c));
+      if (missing.length > 0) {
+        throw new InvalidConfigError(
+          `postgres: table "${names.schema}.${row.name}" in ${this.conn.where} is not baton's (it lacks ${missing.join(', ')}); name another with ?table=`,
+        );
+      }
+    }
   }
 
   private makeLedger(): Ledger {

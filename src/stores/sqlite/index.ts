@@ -22,7 +22,7 @@
  * The driver (node:sqlite, else better-sqlite3: see driver.ts) is synchronous: every statement here is a few microseconds, and the busy
  * timeout (1 s) bounds how long a write waits for another process's transaction.
  */
-import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, rmdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type {
@@ -80,12 +80,18 @@ export class SqliteStore implements LeaseStore {
     if (!path) throw new InvalidConfigError('sqlite: a database path is required');
     this.path = path;
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    // On any failure below, leave the disk as it was: close, and remove what this call created.
+    const created = path === ':memory:' ? [] : missingDirs(dirname(path));
+    const newFile = path !== ':memory:' && !existsSync(path);
+    let db: SqlDatabase | undefined;
     try {
       if (path !== ':memory:') makeDirs(dirname(path));
-      this.db = openDatabase(path, options.busyTimeoutMs ?? 1000);
-      this.db.exec('PRAGMA journal_mode = WAL');
-      this.db.exec('PRAGMA synchronous = FULL');
-      this.db.exec(`
+      db = openDatabase(path, options.busyTimeoutMs ?? 1000);
+      // Before anything is written (WAL mode included): a file whose tables are someone else's is refused.
+      checkSchema(db, path);
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+      db.exec(`
         CREATE TABLE IF NOT EXISTS baton_leases (
           lock TEXT PRIMARY KEY, holder TEXT, term INTEGER NOT NULL, lease_ms INTEGER NOT NULL,
           acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, transitions INTEGER NOT NULL,
@@ -93,7 +99,15 @@ export class SqliteStore implements LeaseStore {
         CREATE TABLE IF NOT EXISTS baton_counters (
           lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);`);
+      this.db = db;
     } catch (err) {
+      try {
+        db?.close();
+      } catch {
+        // closing is best effort on a path that already failed
+      }
+      if (newFile) for (const f of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) rmSync(f, { force: true });
+      for (const dir of created.reverse()) rmdirQuietly(dir);
       if (err instanceof InvalidConfigError) throw err;
       if (isBusy(err)) {
         throw new StoreUnavailableError(`sqlite: "${path}" is busy: ${errorMessage(err)}`, { cause: err });
@@ -283,6 +297,40 @@ export class SqliteStore implements LeaseStore {
  * makeDirs creates a directory and its missing parents one level at a time. (Node's recursive
  * mkdirSync loops forever under /proc, where mkdir fails with ENOENT for an existing parent.)
  */
+/** missingDirs lists the directories makeDirs(dir) would create, outermost first. */
+function missingDirs(dir: string): string[] {
+  const out: string[] = [];
+  for (let d = dir; !existsSync(d); d = dirname(d)) {
+    out.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  return out;
+}
+
+/** BATON_COLUMNS: the columns each of baton's tables must have (more are tolerated). */
+const BATON_COLUMNS: Record<string, readonly string[]> = {
+  baton_leases: ['lock', 'holder', 'term', 'lease_ms', 'acquired_at', 'renewed_at', 'transitions', 'step_down', 'metadata', 'revision'],
+  baton_counters: ['lock', 'term', 'revision'],
+  baton_ledger: ['key', 'value', 'version'],
+};
+
+/**
+ * checkSchema refuses a file that has a table of one of baton's names without baton's columns:
+ * someone else's table, which baton must neither write into nor fail on with raw SQL.
+ */
+function checkSchema(db: SqlDatabase, path: string): void {
+  for (const [table, columns] of Object.entries(BATON_COLUMNS)) {
+    const present = (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
+    if (present.length === 0) continue;
+    const missing = columns.filter((c) => !present.includes(c));
+    if (missing.length > 0) {
+      throw new InvalidConfigError(
+        `sqlite: ${path} has a table "${table}" that is not baton's (it lacks ${missing.join(', ')}); point --store at another file`,
+      );
+    }
+  }
+}
+
 function makeDirs(dir: string): void {
   if (existsSync(dir)) return;
   const parent = dirname(dir);
@@ -312,4 +360,13 @@ function toRecord(row: Row, parsed?: LeaseRecord['metadata']): LeaseRecord {
     metadata,
     revision: String(row.revision),
   });
+}
+
+/** rmdirQuietly removes an empty directory this store created, if it still can. */
+function rmdirQuietly(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (someone else wrote there) or already gone: leave it
+  }
 }

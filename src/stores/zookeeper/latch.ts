@@ -23,7 +23,8 @@ export interface Front {
  *   Claiming the front writes the record node (compare-and-set on its version) through the
  *   candidate's own session, so the server has heard that session at or after the claim began.
  * - the fencing token is the latch node's czxid.
- * - renewal and the step-down flag: setData of the record node on its version.
+ * - renewal and the step-down flag: one multi that checks the latch node still exists and sets
+ *   the record node's data on its version.
  * - release: one multi deletes the record node (on its version) and the latch node.
  * - withdraw: a waiting candidate's nodes are deleted.
  */
@@ -277,9 +278,15 @@ export class Latch {
         this.changed(lock);
         return { ok: true, record: released(lock, next, target.czxid) };
       }
-      const stat = await target.session.call<{ version: number }>(`write "${lock}"`, (c, done) => c.setData(target.recordPath, encodeWrite(next, target.czxid), rev.version, done));
-      if (target.entry) target.entry.recordVersion = stat.version;
-      return { ok: true, record: writtenRecord(lock, next, target.czxid, stat.version) };
+      // The latch node is checked in the same multi: an operator deleting it (or an expiry by
+      // the waiter behind) ends the leadership even though the record node is separate.
+      const results = await target.session.call<{ stat?: { version: number } }[]>(`write "${lock}"`, (c, done) =>
+        fixVersion(c.transaction().check(target.path, -1).setData(target.recordPath, encodeWrite(next, target.czxid), rev.version), rev.version).commit((err, res) => done(err, res)),
+      );
+      const version = results[1]?.stat?.version;
+      if (version === undefined) throw new Error(`zookeeper: write "${lock}": the multi answered without the record's new version`);
+      if (target.entry) target.entry.recordVersion = version;
+      return { ok: true, record: writtenRecord(lock, next, target.czxid, version) };
     } catch (err) {
       const code = codeOf(err);
       if (code !== ZK.BAD_VERSION && code !== ZK.NO_NODE) throw err;

@@ -13,14 +13,63 @@ export interface ConformanceOptions {
   capabilities?: Partial<StoreCapabilities>;
   /** Shortest lease the store supports well, in ms (e.g. 1000 for etcd). Default 600. */
   minLeaseMs?: number;
-  /** Restarts the store's server (data kept), for fencing across restarts. Optional. */
+  /** Old name of `faults.restart`, still honoured. */
   restart?: () => Promise<void>;
+  /** Fault hooks: each one present turns on the scenarios that need it (see StoreFaults). */
+  faults?: StoreFaults;
+  /**
+   * Longest a call may take on an unreachable store before it must have failed, in ms: the
+   * store's own call timeout plus its connect time. Default 5000.
+   */
+  callTimeoutMs?: number;
+}
+
+/**
+ * StoreFaults are what a store's test file knows how to do to its server. Every hook is
+ * optional; the suite runs only the scenarios whose hooks are given. Hooks act on the store
+ * every handle from `makeStore` talks to.
+ */
+export interface StoreFaults {
+  /** Kills the server (SIGKILL or as abrupt as the platform allows) and starts it again, data kept. */
+  restart?(): Promise<void>;
+  /** Kills the server; it stays down until `start()`. Give both or neither. */
+  kill?(): Promise<void>;
+  /** Starts the server `kill()` stopped, data kept. */
+  start?(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open, nothing answers. Give both or neither. */
+  freeze?(): Promise<void>;
+  /** Thaws the server `freeze()` froze (SIGCONT). */
+  thaw?(): Promise<void>;
+  /** Drops every client connection at once (e.g. through a TCP proxy); the server stays up and new connections work. */
+  cutConnections?(): Promise<void>;
+  /** Drops only the change-feed connection(s) (a LISTEN session, a subscriber, a watch stream). */
+  cutFeed?(): Promise<void>;
+  /** Deletes the lease record of `lock` behind the store's back, as an operator would. */
+  deleteRecord?(lock: string): Promise<void>;
+  /** Opens a handle on a server that is not there (nothing listening, a missing path…). */
+  makeUnreachableStore?(): Promise<LeaseStore>;
+}
+
+/** faultsOf returns the fault hooks of `o`, with the old top-level `restart` folded in. */
+export function faultsOf(o: ConformanceOptions): StoreFaults {
+  const faults = { ...o.faults };
+  if (!faults.restart && o.restart) faults.restart = o.restart;
+  if (!faults.restart && faults.kill && faults.start) {
+    const { kill, start } = faults;
+    faults.restart = async () => {
+      await kill();
+      await start();
+    };
+  }
+  return faults;
 }
 
 let counter = 0;
 /** uniqueLock returns a lock name no other test in this process uses. */
 export function uniqueLock(prefix: string): string {
-  return `conf-${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+  // A store's display name may hold spaces or brackets ("mysql (MariaDB)"): not in a lock name.
+  const safe = prefix.replace(/[^A-Za-z0-9._:/-]+/g, '-').replace(/^-+|-+$/g, '');
+  return `conf-${safe}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
 }
 
 /** acquireWrite builds the write an elector sends to acquire a lease. */

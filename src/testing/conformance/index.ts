@@ -1,30 +1,54 @@
 import { recordTests } from './records.js';
+import { fencingTests } from './fencing.js';
 import { notifyTests } from './notify.js';
 import { electionTests } from './elections.js';
 import { ledgerTests } from './ledger.js';
+import { faultTests } from './faults.js';
+import { lifecycleTests } from './lifecycle.js';
 import { queueTests } from './queue.js';
 import type { ConformanceOptions } from './context.js';
 
-export type { ConformanceOptions } from './context.js';
+export type { ConformanceOptions, StoreFaults } from './context.js';
+export { recordTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
 
 /**
- * storeConformanceSuite registers, with node:test, the tests every baton store must pass:
- * create-if-absent, compare-and-set, release, batch renewal, listing (on a queue store: the
- * queue section, queue.ts, in their place), notification, expiry,
- * the durable ledger, fencing monotonicity across release/delete/reopen (and restart, given `restart`), and a
- * concurrency fuzz test. A store's test file is one call plus the server it starts:
- *
- *   storeConformanceSuite({ name: 'sqlite', makeStore: async () => new SqliteStore(path) });
+ * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
+ * declares), overridden by `options.capabilities`: the capabilities each part of the suite is given.
  */
-export async function storeConformanceSuite(options: ConformanceOptions): Promise<void> {
+export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
   // What a store can do is what it has (see core/store.ts): the suite follows its members.
   const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue };
   const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
+  return caps;
+}
+
+/**
+ * storeConformanceSuite registers, with node:test, the tests every baton store must pass, in
+ * this order (each part is exported too, for a store that wants to run some of them):
+ * - recordTests: create-if-absent, compare-and-set, release, batch renewal, listing (on a queue
+ *   store, queueTests in their place);
+ * - fencingTests: terms strictly increase and are never reused — across release and reopening,
+ *   and with `faults.deleteRecord` / `faults.restart` (or `kill` + `start`) across a deleted
+ *   record and a restarted server;
+ * - notifyTests (notify stores), ledgerTests (ledger stores);
+ * - electionTests: expiry, handover, lifecycle events and a concurrency fuzz test, with real electors;
+ * - lifecycleTests: `close()`, and with `faults.makeUnreachableStore` the unreachable store;
+ * - faultTests: the scenarios whose hooks `faults` gives (kill/start, restart, freeze/thaw,
+ *   cut connections, cut feed) with real electors on short leases.
+ * A store's test file is one call plus the server it starts:
+ *
+ *   await storeConformanceSuite({ name: 'sqlite', makeStore: async () => new SqliteStore(path) });
+ */
+export async function storeConformanceSuite(options: ConformanceOptions): Promise<void> {
+  const caps = await resolveCapabilities(options);
   if (caps.queue) queueTests(options, caps);
   else recordTests(options, caps);
+  fencingTests(options);
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
   electionTests(options, caps);
+  lifecycleTests(options, caps);
+  faultTests(options, caps);
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Ledger } from '../../core/store.js';
 import { Handles, uniqueLock, type ConformanceOptions } from './context.js';
 
-/** The durable ledger: create-if-absent, compare-and-set, prefix listing, survival across handles. */
+/** ledgerTests registers the durable ledger: create-if-absent, compare-and-set, prefix listing, survival across handles. */
 export function ledgerTests(o: ConformanceOptions): void {
   describe(`${o.name}: ledger`, () => {
     const handles = new Handles(o.makeStore);

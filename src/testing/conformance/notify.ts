@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { LeaseRecord } from '../../core/store.js';
 import { Handles, acquire, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
-/** Notification: a watcher on another handle hears about acquisition and release. */
+/** notifyTests registers notification: a watcher on another handle hears about acquisition and release; an unsubscribed one hears nothing. */
 export function notifyTests(o: ConformanceOptions): void {
   describe(`${o.name}: notification`, () => {
     const handles = new Handles(o.makeStore);

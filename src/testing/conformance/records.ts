@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import type { LeaseStore } from '../../core/store.js';
 import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions } from './context.js';
 
-/** Create-if-absent, compare-and-set, release and batch renewal: the atomic record operations. */
+/**
+ * recordTests registers the atomic record operations: create-if-absent, compare-and-set, release,
+ * the step-down flag, batch renewal (`batchRenew`) and listing (`list`).
+ */
 export function recordTests(o: ConformanceOptions, caps: { batchRenew: boolean; list: boolean; serverExpiry: boolean }): void {
   describe(`${o.name}: create and compare-and-set`, () => {
     const handles = new Handles(o.makeStore);

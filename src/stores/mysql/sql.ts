@@ -1,0 +1,65 @@
+/**
+ * The SQL of the MySQL/MariaDB store: one table of keyed rows, every operation one statement
+ * (autocommit), plain text-protocol queries with `?` placeholders — no session state, no
+ * server-side prepared statements, no GET_LOCK — so it behaves the same through ProxySQL or
+ * MaxScale and on Galera. Meant for MySQL 8.0+ and MariaDB 10.5+ (InnoDB, DYNAMIC rows so a
+ * key of up to 2100 bytes can be the primary key); tested on MariaDB 10.11.
+ *
+ *   CREATE TABLE `<table>` (
+ *     k       VARBINARY(2100) NOT NULL PRIMARY KEY,  -- lease/<lock> | term/<lock> | ledger/<key>
+ *     v       MEDIUMBLOB NOT NULL,                   -- record JSON | term counter | ledger value (UTF-8)
+ *     version VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL
+ *   ) ENGINE=InnoDB ROW_FORMAT=DYNAMIC
+ */
+
+/** q quotes a validated identifier (config.ts admits only [A-Za-z0-9_]). */
+const q = (name: string) => `\`${name}\``;
+
+/** MysqlStatements holds the statement texts for one table. */
+export class MysqlStatements {
+  readonly probe: string;
+  readonly create: string;
+  readonly get: string;
+  readonly insert: string;
+  readonly update: string;
+  readonly list: string;
+  readonly remove: string;
+
+  constructor(readonly table: string) {
+    const t = q(table);
+    this.probe = `SELECT 1 FROM ${t} LIMIT 0`;
+    this.create = `CREATE TABLE IF NOT EXISTS ${t} (
+      k VARBINARY(2100) NOT NULL PRIMARY KEY,
+      v MEDIUMBLOB NOT NULL,
+      version VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL
+    ) ENGINE=InnoDB ROW_FORMAT=DYNAMIC`;
+    this.get = `SELECT v, version FROM ${t} WHERE k = ?`;
+    // A plain INSERT: a duplicate key (ER_DUP_ENTRY) is the lost race. Not INSERT IGNORE, which
+    // would also turn a truncated value into a warning.
+    this.insert = `INSERT INTO ${t} (k, v, version) VALUES (?, ?, ?)`;
+    this.update = `UPDATE ${t} SET v = ?, version = ? WHERE k = ? AND version = ?`;
+    this.list = `SELECT k, v, version FROM ${t} WHERE k LIKE ? ESCAPE '!' ORDER BY k LIMIT ?`;
+    this.remove = `DELETE FROM ${t} WHERE k = ?`;
+  }
+
+  /**
+   * updateMany is one UPDATE for `n` compare-and-set replacements: each row matches only with
+   * its expected version and takes its own value and new version. Parameters: n × (k, v),
+   * n × (k, new version), n × (k, expected version).
+   */
+  updateMany(n: number): string {
+    const whens = (what: string) => `CASE k ${Array.from({ length: n }, () => 'WHEN ? THEN ?').join(' ')} ELSE ${what} END`;
+    const where = Array.from({ length: n }, () => '(k = ? AND version = ?)').join(' OR ');
+    return `UPDATE ${q(this.table)} SET v = ${whens('v')}, version = ${whens('version')} WHERE ${where}`;
+  }
+
+  /** versionsOf reads the versions of `n` keys (after a batch in which some did not match). */
+  versionsOf(n: number): string {
+    return `SELECT k, version FROM ${q(this.table)} WHERE k IN (${Array.from({ length: n }, () => '?').join(', ')})`;
+  }
+}
+
+/** likePrefix escapes a key prefix for `LIKE ? ESCAPE '!'`. */
+export function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}

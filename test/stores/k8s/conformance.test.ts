@@ -1,0 +1,26 @@
+// The public conformance suite against the fake API server (infra/fakes/k8s-api.ts: a fake, as no
+// kube-apiserver can run here), reached over HTTPS through a kubeconfig like a real cluster, with
+// the fault hooks the fake supports. Requests time out well inside the renew deadline; watches
+// are re-opened every 2 s. No `deleteRecord`: the Lease object is the record and holds the term.
+import { after } from 'node:test';
+import { storeConformanceSuite } from '../../../src/testing/index.js';
+import { K8sStore } from '../../../src/stores/k8s/index.js';
+import { K8sFakeServer } from '../../../infra/servers/index.js';
+
+const server = await new K8sFakeServer().start();
+after(() => server.stop());
+
+// Every handle has its own connections and watches, as separate processes would.
+await storeConformanceSuite({
+  name: 'k8s',
+  makeStore: async () => new K8sStore({ url: `${server.url('default')}&request_timeout=1s&watch_timeout=2s` }),
+  faults: {
+    kill: () => server.kill(),
+    start: async () => void (await server.start()),
+    freeze: async () => server.pause(),
+    thaw: async () => server.resume(),
+    // The fake drops every open connection, watches included: both a cut network and a cut feed.
+    cutConnections: () => server.cut(),
+    cutFeed: () => server.cut(),
+  },
+});

@@ -1,0 +1,135 @@
+/**
+ * The fake API server's fidelity, checked with a real client: kubectl (on this machine from the
+ * Google Cloud SDK, v1.32; Debian's kubernetes-client package is the other source) talks to the
+ * fake through the same kubeconfig baton uses, and what one writes the other reads. The fake
+ * serves no OpenAPI document, so kubectl's client-side validation is off (--validate=false); the
+ * server-side checks are the fake's own. Skipped, saying so, when kubectl is not installed.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { K8sStore } from '../../../src/stores/k8s/index.js';
+import { acquireWrite, keepWrite, waitFor } from '../../../src/testing/conformance/context.js';
+import { K8sFakeServer } from '../../../infra/servers/index.js';
+
+const kubectlPath = spawnSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).stdout.trim();
+const skip = kubectlPath ? false : 'kubectl is not installed (apt-get install -y kubernetes-client)';
+
+describe('k8s fake vs kubectl', { skip }, () => {
+  let server: K8sFakeServer;
+  let store: K8sStore;
+  let dir: string;
+  before(async () => {
+    server = await new K8sFakeServer().start();
+    store = new K8sStore({ url: server.url() });
+    dir = mkdtempSync(join(tmpdir(), 'baton-kubectl-'));
+  });
+  after(async () => {
+    await store?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const kubectl = (...args: string[]) => {
+    const r = spawnSync(kubectlPath, ['--kubeconfig', server.kubeconfig, '-n', 'default', ...args], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 30_000 });
+    return { code: r.status, out: r.stdout, err: r.stderr };
+  };
+  const file = (name: string, obj: unknown) => {
+    const p = join(dir, name);
+    writeFileSync(p, JSON.stringify(obj));
+    return p;
+  };
+  const lease = (name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}) => ({
+    apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, ...metadata }, spec,
+  });
+
+  it('kubectl get reads what baton wrote: client-go field types, MicroTime with six digits, term in an annotation', async () => {
+    const r = await store.write('kc-read', null, acquireWrite('baton-a', 2500));
+    assert.ok(r.ok);
+    const got = kubectl('get', 'lease', 'kc-read', '-o', 'json');
+    assert.equal(got.code, 0, got.err);
+    const obj = JSON.parse(got.out);
+    assert.equal(obj.kind, 'Lease');
+    assert.equal(obj.spec.holderIdentity, 'baton-a');
+    assert.equal(obj.spec.leaseDurationSeconds, 3, '2.5 s rounds up to 3 whole seconds');
+    assert.match(obj.spec.renewTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    assert.match(obj.spec.acquireTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    assert.equal(obj.metadata.annotations['baton.dev/term'], String(r.record.term));
+    assert.equal(obj.metadata.resourceVersion, r.record.revision);
+  });
+
+  it('baton reads what kubectl created (a client-go-style Lease without annotations)', async () => {
+    const made = kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'kubectl-holder', leaseDurationSeconds: 15, acquireTime: '2026-11-24T05:00:00.000000Z', renewTime: '2026-11-24T05:00:01.500000Z', leaseTransitions: 4 })));
+    assert.equal(made.code, 0, made.err);
+    const rec = await store.read('kc-created');
+    assert.equal(rec?.holder, 'kubectl-holder');
+    assert.equal(rec?.leaseDurationMs, 15_000);
+    assert.equal(rec?.transitions, 4);
+    assert.equal(rec?.renewedAt, Date.parse('2026-11-24T05:00:01.500Z'));
+    const again = kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'x' })));
+    assert.notEqual(again.code, 0);
+    assert.match(again.err, /AlreadyExists|already exists/);
+  });
+
+  it('kubectl replace with a stale resourceVersion is a conflict; with the current one it succeeds and baton sees a new revision', async () => {
+    const r = await store.write('kc-replace', null, acquireWrite('baton-b'));
+    assert.ok(r.ok);
+    const renewed = await store.write('kc-replace', r.record.revision, keepWrite('baton-b'));
+    assert.ok(renewed.ok);
+    const stale = kubectl('replace', '--validate=false', '-f', file('s.json', lease('kc-replace', { holderIdentity: 'intruder', leaseDurationSeconds: 5 }, { resourceVersion: r.record.revision })));
+    assert.notEqual(stale.code, 0);
+    assert.match(stale.err, /Conflict|the object has been modified/);
+    assert.equal((await store.read('kc-replace'))?.holder, 'baton-b');
+    const fresh = kubectl('replace', '--validate=false', '-f', file('f.json', lease('kc-replace', { holderIdentity: '', leaseDurationSeconds: 1 }, { resourceVersion: renewed.record.revision })));
+    assert.equal(fresh.code, 0, fresh.err);
+    const now = await store.read('kc-replace');
+    assert.equal(now?.holder, null, 'an empty holderIdentity reads as released');
+    assert.notEqual(now?.revision, renewed.record.revision);
+  });
+
+  it('the server rejects what the real one rejects: a MicroTime without six digits, a fractional duration, a bad name', () => {
+    const millis = kubectl('create', '--validate=false', '-f', file('m.json', lease('kc-bad-time', { renewTime: '2026-11-24T05:00:00.123Z' })));
+    assert.notEqual(millis.code, 0);
+    assert.match(millis.err, /parsing time|BadRequest/);
+    const fraction = kubectl('create', '--validate=false', '-f', file('d.json', lease('kc-bad-duration', { leaseDurationSeconds: 1.5 })));
+    assert.notEqual(fraction.code, 0);
+    assert.match(fraction.err, /cannot unmarshal number 1.5/);
+    const name = kubectl('create', '--validate=false', '-f', file('n.json', lease('Bad_Name', {})));
+    assert.notEqual(name.code, 0);
+    assert.match(name.err, /RFC 1123|invalid/i);
+    assert.equal(kubectl('get', 'lease', 'kc-bad-time').code, 1, 'nothing was created');
+  });
+
+  it('kubectl delete removes the Lease; baton then sees no record, and its next term still grows (the floor Lease survives)', async () => {
+    const first = await store.write('kc-delete', null, acquireWrite('baton-c'));
+    assert.ok(first.ok);
+    const del = kubectl('delete', 'lease', 'kc-delete');
+    assert.equal(del.code, 0, del.err);
+    assert.equal(await store.read('kc-delete'), null);
+    const floor = kubectl('get', 'lease', 'baton.term.kc-delete', '-o', 'json');
+    assert.equal(floor.code, 0, floor.err);
+    assert.equal(JSON.parse(floor.out).metadata.annotations['baton.dev/term'], String(first.record.term));
+    const second = await store.write('kc-delete', null, acquireWrite('baton-d'));
+    assert.ok(second.ok);
+    assert.ok(second.record.term > first.record.term, `term ${second.record.term} after ${first.record.term}`);
+  });
+
+  it('a watch from kubectl (get -w) sees a baton renewal as it happens', async () => {
+    const r = await store.write('kc-watch', null, acquireWrite('baton-w'));
+    assert.ok(r.ok);
+    const child = spawn(kubectlPath, ['--kubeconfig', server.kubeconfig, '-n', 'default', 'get', 'lease', 'kc-watch', '-w', '-o', 'json'], { env: { ...process.env, HOME: dir } });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    try {
+      await waitFor(() => out.includes(`"resourceVersion": "${r.record.revision}"`), 10_000, 'kubectl to print the Lease');
+      const renewed = await store.write('kc-watch', r.record.revision, keepWrite('baton-w'));
+      assert.ok(renewed.ok);
+      await waitFor(() => out.includes(`"resourceVersion": "${renewed.record.revision}"`), 10_000, 'kubectl to print the renewal');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,17 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runThreeCandidateScenario } from '../../harness/run-scenario.js';
+import { K8sFakeServer } from '../../../infra/servers/index.js';
+
+// Three real `baton run` processes against the fake API server (a fake: no kube-apiserver runs
+// here), found the standard way: KUBECONFIG names its kubeconfig (needs the build: bin/baton.js).
+const server = await new K8sFakeServer().start();
+after(() => server.stop());
+process.env.KUBECONFIG = server.kubeconfig;
+
+test('k8s: three candidates under baton run: SIGKILL fails over after the lease, SIGTERM hands over at once', async () => {
+  const r = await runThreeCandidateScenario({ storeUrl: 'k8s://default', name: 'k8s' });
+  assert.deepEqual([...r.terms].sort((a, b) => a - b), r.terms);
+  assert.equal(new Set(r.terms).size, r.terms.length, 'every leadership has its own term');
+  process.stdout.write(`# k8s scenario: crash failover ${r.crashFailoverMs.toFixed(0)} ms, graceful handover ${r.gracefulHandoverMs.toFixed(0)} ms\n`);
+});
