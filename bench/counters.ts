@@ -312,3 +312,28 @@ export async function k8sCounter(counts: () => Promise<Record<string, number>>):
     async close() {},
   };
 }
+
+/**
+ * zooKeeperCounter reads zk_packets_received from the `mntr` four-letter word: every request a
+ * client sends (reads, writes, multis, watches set, and session pings). The `mntr` request
+ * itself counts as one packet, which each snapshot takes off again.
+ */
+export async function zooKeeperCounter(port: number): Promise<ServerCounter> {
+  const { fourLetter } = await import('../infra/servers/index.js');
+  let own = 0;
+  const snapshot = async (): Promise<Counts> => {
+    const text = await fourLetter(port, 'mntr');
+    own++;
+    const n = Number(/^zk_packets_received\s+(\d+)$/m.exec(text)?.[1] ?? NaN);
+    if (!Number.isFinite(n)) throw new Error(`zookeeper mntr on ${port} has no zk_packets_received`);
+    return new Map([['packets', n - own]]);
+  };
+  return {
+    source: 'ZooKeeper mntr zk_packets_received (client requests, pings included)',
+    perRole: false,
+    async begin() {
+      return { snapshot, end: async () => {} };
+    },
+    async close() {},
+  };
+}

@@ -6,9 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
-import { azuriteCounter, dynaliteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter } from './counters.js';
+import { azuriteCounter, dynaliteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter, zooKeeperCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -61,6 +61,7 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
     start: startK8sFake,
     scaleLimit: { leases: 100, why: 'the fake API server rewrites its whole state file on every write, so beyond 100 leases the scale rows would measure the fake' },
   },
+  { name: 'zookeeper', scheme: 'zk', notifies: true, start: startZooKeeper },
 ]);
 
 /** isRegistered tells whether baton can open this kind (its scheme is in the store registry). */
@@ -161,6 +162,22 @@ async function startAzurite(): Promise<BenchStore> {
     name: 'azblob',
     url: `azblob://bench?endpoint=${encodeURIComponent(endpoint)}`,
     serverVersion: `azurite ${version} (blob service)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+async function startZooKeeper(): Promise<BenchStore> {
+  const server = await started(new ZooKeeperServer());
+  const counter = await zooKeeperCounter(server.port);
+  return {
+    name: 'zookeeper',
+    url: server.url('/bench'),
+    endpoint: server.connectString,
+    serverVersion: 'ZooKeeper 3.8.0 (standalone, tick 200 ms)',
     counter,
     async stop() {
       await counter.close();

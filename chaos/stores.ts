@@ -16,7 +16,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -100,6 +100,15 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
   dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite },
   k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake },
+  // ZooKeeper expires sessions on its tick (200 ms here), so a dead leader's node can outlive
+  // its lease by up to one tick: the retry period covers that, as etcd's does its sweep.
+  zookeeper: {
+    name: 'zookeeper',
+    scheme: 'zk',
+    network: true,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: () => startZooKeeper(),
+  },
   // A three-member etcd cluster: the store fault kills one member (the next one each time) or
   // freezes it; the cluster keeps a quorum, so leadership must continue or move within the bound.
   'etcd-cluster': {
@@ -123,6 +132,11 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     start: startAzurite,
   },
 });
+
+/** startZooKeeper runs a standalone ZooKeeper; its URL carries the root znode /chaos. */
+function startZooKeeper(): Promise<RunningStore> {
+  return startServer(new ZooKeeperServer(), (port) => `zk://127.0.0.1:${port}/chaos`);
+}
 
 /** isRegistered tells whether baton itself can open this kind of store (its scheme is in the store registry). */
 export function isRegistered(kind: ChaosStoreKind): boolean {

@@ -30,7 +30,8 @@ export async function measureRtt(ctx: BenchContext, s: StoreUnderTest): Promise<
       stepDownRequested: false,
       metadata: {},
     };
-    const first = await store.write(lock, null, base);
+    // A queue store (etcd, ZooKeeper) acquires by campaigning; its renewals are the same writes.
+    const first = store.queue ? await store.queue.campaign(lock, base) : await store.write(lock, null, base);
     if (!first.ok) throw new Error(`bench: rtt: could not acquire ${lock} on ${s.kind.name}`);
     let record = first.record;
     const renew = async () => {

@@ -64,6 +64,9 @@ export class ZooKeeperServer extends ManagedServer {
       'admin.enableServer=false',
       '4lw.commands.whitelist=ruok,mntr,srvr,stat',
       'maxClientCnxns=0',
+      // Leases of a minute fit in a session (baton's session timeout is the lease duration;
+      // the default cap, 20 ticks, would be 4 s here).
+      'maxSessionTimeout=60000',
     ];
     if (this.member) {
       writeFileSync(join(data, 'myid'), `${this.member.id}\n`);
@@ -82,16 +85,35 @@ export class ZooKeeperServer extends ManagedServer {
     };
   }
 
-  /** ready waits until the member answers `ruok` with `imok` and, in an ensemble, serves (srvr Mode). */
+  /**
+   * ready waits until the member serves (`srvr` shows a Mode) — or, for an ensemble member
+   * started alone, until it listens. Probes overlap, one every 20 ms: chaos runs take the moment
+   * this resolves as when the store is back, and a probe answered slowly under load must not
+   * hold that moment back while clients are already being served.
+   */
   protected override async ready(): Promise<void> {
     await waitForPort(this.port, 60_000, this.child);
+    if (this.member && this.startingAlone) return; // a lone ensemble member cannot serve until a quorum is up
     const until = Date.now() + 60_000;
-    for (;;) {
-      const answer = await fourLetter(this.port, 'srvr').catch(() => '');
-      if (/Mode: (standalone|leader|follower)/.test(answer)) return;
-      if (this.member && this.startingAlone) return; // a lone ensemble member cannot serve until a quorum is up
-      if (Date.now() > until) throw new Error(`zookeeper on ${this.port} never served (last answer: ${answer.slice(0, 200)})`);
-      await new Promise((r) => setTimeout(r, 100));
+    let last = '';
+    let served = false;
+    const inFlight = new Set<Promise<void>>();
+    while (!served) {
+      if (Date.now() > until) throw new Error(`zookeeper on ${this.port} never served (last answer: ${last.slice(0, 200)})`);
+      if (this.child && this.child.exitCode !== null) throw new Error(`zookeeper exited with ${this.child.exitCode} before serving`);
+      if (inFlight.size < 20) {
+        const probe: Promise<void> = fourLetter(this.port, 'srvr')
+          .then(
+            (answer) => {
+              last = answer;
+              if (/Mode: (standalone|leader|follower)/.test(answer)) served = true;
+            },
+            () => {},
+          )
+          .finally(() => inFlight.delete(probe));
+        inFlight.add(probe);
+      }
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
 

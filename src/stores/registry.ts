@@ -19,12 +19,13 @@ import { natsStore } from './nats/descriptor.js';
 import { postgresStore } from './postgres/descriptor.js';
 import { redisStore } from './redis/descriptor.js';
 import { defaultStorePath, sqliteStore } from './sqlite/descriptor.js';
+import { zooKeeperStore } from './zookeeper/descriptor.js';
 
 /** BUILT_IN_STORES: one line per store that ships with baton. */
-const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore, dynamodbStore];
+const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore, dynamodbStore, zooKeeperStore];
 
 /** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED = ['zk'];
+const PLANNED: string[] = [];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);

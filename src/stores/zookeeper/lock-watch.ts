@@ -1,0 +1,132 @@
+import type { EntryRegistry } from './entries.js';
+import type { Latch } from './latch.js';
+import { participants, toRecord, type Participant, type ZkLayout } from './layout.js';
+import { ZK } from './sdk.js';
+import { codeOf, type ZkSession } from './session.js';
+
+/**
+ * LockWatch keeps one ZooKeeper watch armed for a lock on this handle (watches are one-shot, so
+ * it re-arms after each), chosen by where this handle stands in the lock's line:
+ * - a waiting entry watches only its predecessor's node (no herd when the leader goes); when it
+ *   reaches the front, the listeners are told (`undefined`): campaign to claim it;
+ * - a leading entry watches its own latch node (deleted by a release elsewhere, or expiry); a
+ *   step-down flag is seen by the next renewal, whose compare-and-set then fails;
+ * - a handle with no entry watches the lock's children and the front's record (every change).
+ * An event may come from an older arming (a path no longer watched): it only re-arms, and
+ * at worst wakes the listeners once more, which they allow.
+ */
+export class LockWatch {
+  private generation = 0;
+  private closed = false;
+  private retry?: NodeJS.Timeout;
+  /** The front entry's record as first seen here (path and version), and when, on our monotonic clock. */
+  private seen?: { key: string; atMs: number };
+  private staleTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly lock: string,
+    private readonly layout: ZkLayout,
+    private readonly latch: Latch,
+    private readonly entries: EntryRegistry,
+    private readonly session: () => ZkSession,
+    private readonly emit: () => void,
+  ) {}
+
+  /**
+   * The watcher functions are the same on every arming: the client keeps one per (path, kind)
+   * and function, so re-arming on a path that has not fired adds nothing.
+   */
+  private readonly onChange = () => {
+    if (this.closed) return;
+    this.emit();
+    void this.arm();
+  };
+  private readonly onMove = () => {
+    if (!this.closed) void this.arm();
+  };
+
+  /** refresh re-arms from scratch (this handle's entries changed, or the connection came back). */
+  refresh(): void {
+    if (this.closed) return;
+    void this.arm();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.generation++;
+    if (this.retry) clearTimeout(this.retry);
+    if (this.staleTimer) clearTimeout(this.staleTimer);
+  }
+
+  /**
+   * watchForStale: the waiter right behind a baton leader expires it when its record has not
+   * changed for its leaseDurationMs, timed on this process's monotonic clock from when this
+   * handle first saw that version — the compare-and-set stores' rule (elector rule 2), applied
+   * by the store. A renewal changes the version, so the delete (on that version) fails against
+   * a live leader; a leader whose elector stopped renewing, while its process and session live
+   * on, goes after its lease, as on etcd. Entries without a baton record (Curator, kazoo) are
+   * left to their sessions.
+   */
+  private async watchForStale(front: Participant, session: ZkSession, live: () => boolean): Promise<void> {
+    if (this.staleTimer) clearTimeout(this.staleTimer);
+    const f = await this.latch.describe(this.lock, front, session);
+    const lease = f?.record ? toRecord(this.lock, f.holder, f.czxid, f.record).leaseDurationMs : 0;
+    if (!f?.record || !(lease > 0) || !live()) return;
+    const key = `${f.path}@${f.record.version}`;
+    const now = performance.now();
+    if (this.seen?.key !== key) this.seen = { key, atMs: now };
+    const dueMs = this.seen.atMs + lease - now;
+    if (dueMs <= 0) {
+      await this.latch.expire(this.lock, f, session);
+      if (live()) void this.arm();
+      return;
+    }
+    this.staleTimer = setTimeout(() => live() && void this.arm(), dueMs + 5);
+    this.staleTimer.unref();
+  }
+
+  private async arm(): Promise<void> {
+    const gen = ++this.generation;
+    if (this.retry) clearTimeout(this.retry);
+    const live = () => gen === this.generation && !this.closed;
+    const fired = (tell: boolean) => (tell ? this.onChange : this.onMove);
+    const session = this.session();
+    const dir = this.layout.lockDir(this.lock);
+    try {
+      const mine = this.entries.ofLock(this.lock);
+      const leading = mine.find((e) => e.state === 'leading');
+      const waiting = mine.find((e) => e.state === 'queued');
+      if (leading) {
+        const stat = await session.call('watch', (c, done) => c.exists(leading.path, fired(true), done));
+        if (!stat && live()) this.emit();
+      } else if (waiting) {
+        const line = await this.latch.line(this.lock, session);
+        if (!live()) return;
+        const i = line.findIndex((p) => p.name === waiting.name);
+        if (i <= 0) {
+          // At the front (or gone): the elector campaigns to claim it (or to queue again).
+          this.emit();
+          return;
+        }
+        const stat = await session.call('watch', (c, done) => c.exists(`${dir}/${line[i - 1]!.name}`, fired(false), done));
+        if (!stat && live()) return void this.arm();
+        if (i === 1 && live()) await this.watchForStale(line[0]!, session, live);
+      } else {
+        const children = await session
+          .call<string[]>('watch', (c, done) => c.getChildren(dir, fired(true), (err, ch) => done(err, ch)))
+          .catch(async (err) => {
+            if (codeOf(err) !== ZK.NO_NODE) throw err;
+            await session.call('watch', (c, done) => c.exists(dir, fired(true), done));
+            return [] as string[];
+          });
+        const front = participants(children)[0];
+        if (front?.uuid && live()) await session.call('watch', (c, done) => c.exists(this.layout.recordPath(this.lock, front.uuid!), fired(true), done));
+      }
+    } catch {
+      // Unreachable: try again shortly (a reconnection re-arms at once too).
+      if (!live()) return;
+      this.retry = setTimeout(() => live() && void this.arm(), 500);
+      this.retry.unref();
+    }
+  }
+}
