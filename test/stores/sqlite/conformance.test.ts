@@ -4,12 +4,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { after } from 'node:test';
 import { storeConformanceSuite } from '../../../src/testing/index.js';
+import { openDatabase } from '../../../src/stores/sqlite/driver.js';
 import { SqliteStore } from '../../../src/stores/sqlite/index.js';
 
-const Database = createRequire(import.meta.url)('better-sqlite3') as typeof import('better-sqlite3');
 const dir = mkdtempSync(join(tmpdir(), 'baton-sqlite-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const path = join(dir, 'baton.db');
@@ -19,7 +18,8 @@ await storeConformanceSuite({
   makeStore: async () => new SqliteStore(path),
   faults: {
     async deleteRecord(lock) {
-      const db = new Database(path, { timeout: 5_000 });
+      // Through the same driver the store picks (node:sqlite or better-sqlite3).
+      const db = openDatabase(path, 5_000);
       try {
         db.prepare('DELETE FROM baton_leases WHERE lock = ?').run(lock);
       } finally {
