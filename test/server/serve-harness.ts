@@ -91,8 +91,11 @@ export function parsePrometheus(text: string): { samples: Sample[]; types: Map<s
     }
     if (pos !== body.length) throw new Error(`bad labels in: ${line}`);
     const raw = m[3]!;
-    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : raw === 'NaN' ? NaN : Number(raw);
-    if (Number.isNaN(value) && raw !== 'NaN') throw new Error(`bad value in: ${line}`);
+    // Prometheus parses special values case-insensitively (Go's ParseFloat), and prom-client
+    // writes an empty event-loop-lag histogram's mean as "Nan".
+    const special = raw.toLowerCase();
+    const value = special === '+inf' ? Infinity : special === '-inf' ? -Infinity : special === 'nan' ? NaN : Number(raw);
+    if (Number.isNaN(value) && special !== 'nan') throw new Error(`bad value in: ${line}`);
     const family = m[1]!.replace(/_(bucket|sum|count|total|created)$/, '');
     if (!types.has(m[1]!) && !types.has(family)) throw new Error(`sample before its # TYPE: ${line}`);
     samples.push({ name: m[1]!, labels, value });
