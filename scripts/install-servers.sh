@@ -2,7 +2,8 @@
 # Installs what baton's tests, chaos runs and benchmarks need from Debian's packages.
 # Idempotent: packages already present are left alone. Needs root (or sudo).
 set -euo pipefail
-packages=(postgresql redis-server etcd-server etcd-client nats-server mariadb-server faketime chromium zookeeper libcurator-framework-java libcurator-recipes-java python3-kazoo)
+# openjdk-17-jdk-headless: javac compiles the Curator LeaderLatch peer of the ZooKeeper interop test.
+packages=(postgresql redis-server etcd-server etcd-client nats-server mariadb-server faketime chromium zookeeper libcurator-framework-java libcurator-recipes-java python3-kazoo openjdk-17-jdk-headless)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
