@@ -24,8 +24,6 @@ import { zooKeeperStore } from './zookeeper/descriptor.js';
 /** BUILT_IN_STORES: one line per store that ships with baton. */
 const BUILT_IN_STORES: readonly StoreDescriptor<any>[] = [memoryStore, sqliteStore, postgresStore, redisStore, etcdStore, k8sStore, azblobStore, natsStore, mysqlStore, dynamodbStore, zooKeeperStore];
 
-/** Schemes baton names in its docs but does not ship yet, for a kinder error message. */
-const PLANNED: string[] = [];
 
 const bySchemes = new Map<string, StoreDescriptor<any>>();
 for (const d of BUILT_IN_STORES) add(d);
@@ -83,8 +81,7 @@ export function parseStoreUrl(text: string, options: StoreOpenOptions = {}): Par
   const scheme = m[1]!.toLowerCase();
   const descriptor = bySchemes.get(scheme);
   if (!descriptor) {
-    const hint = PLANNED.includes(scheme) ? 'is not available in this version of baton' : 'is not a known store';
-    throw new InvalidConfigError(`store: scheme "${scheme}:" ${hint} (available: ${[...bySchemes.keys()].sort().join(', ')})`);
+    throw new InvalidConfigError(`store: scheme "${scheme}:" is not a known store (available: ${[...bySchemes.keys()].sort().join(', ')})`);
   }
   const env = options.env ?? process.env;
   return { scheme, descriptor, config: descriptor.parse(text.trim(), { ...options, env }), label };
