@@ -1,9 +1,10 @@
 import type { IKeyValue, IRangeRequest } from 'etcd3';
+import { StoreUnavailableError } from '../../core/errors.js';
 import type { LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
 import type { Candidate, CandidateRegistry } from './candidates.js';
 import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
-import type { KeepAliveStream } from './keepalive.js';
+import { staleKeepalive, type KeepAliveAnswers, type KeepAliveStream } from './keepalive.js';
 import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
@@ -121,9 +122,9 @@ export class Election {
     const put = { request_put: { key, value: encodeValue(next, c.identity), lease: c.leaseId } };
     const range = { request_range: this.rangeOf(c.lock) };
     let res;
-    let ttl: number;
+    let answers: KeepAliveAnswers;
     try {
-      [res, [ttl = 0]] = await Promise.all([
+      [res, answers] = await Promise.all([
         this.rpc.call(`campaign "${c.lock}"`, (o) =>
           this.rpc.client.kv.txn(
             {
@@ -137,13 +138,16 @@ export class Election {
           ),
         ),
         // An older lease is refreshed in the same round trip, so a win counts from now.
-        fresh ? Promise.resolve([c.ttlSeconds]) : this.keepalive.keepAlive([c.leaseId]),
+        // A fresh lease was granted through raft after this campaign began: no term to check.
+        fresh ? Promise.resolve({ ttls: [c.ttlSeconds], term: Infinity }) : this.keepalive.batch([c.leaseId]),
       ]);
     } catch (err) {
       if (leaseGone(err)) return undefined;
       throw err;
     }
-    if (ttl === 0) return undefined;
+    const stale = staleKeepalive(answers.term, Number(res.header.raft_term));
+    if (stale) throw new StoreUnavailableError(stale);
+    if ((answers.ttls[0] ?? 0) === 0) return undefined;
     const kvs = directCandidates(this.layout.lockPrefix(c.lock), res.responses[1]!.response_range.kvs);
     const mine = kvs.find((kv) => kv.key.equals(key));
     if (!mine) return undefined;
@@ -268,7 +272,11 @@ export class Election {
         ),
       );
     }
-    const [ttls, ...txns] = await Promise.all([this.keepalive.keepAlive(items.map((item) => item.c.leaseId)), ...checks]);
+    const [{ ttls, term }, ...txns] = await Promise.all([this.keepalive.batch(items.map((item) => item.c.leaseId)), ...checks]);
+    // The txns are linearizable reads sent after the renewal began: their term vouches for the
+    // keepalives' answers, or shows that a deposed leader gave them (see staleKeepalive).
+    const stale = staleKeepalive(term, Math.max(...txns.map((t) => Number(t.header.raft_term))));
+    if (stale) throw new StoreUnavailableError(stale);
     return items.map(({ c, renewedAt }, i) => {
       const txn = txns[Math.floor(i / MAX_TXN_OPS)]!;
       const ttl = ttls[i]!;
@@ -311,8 +319,16 @@ export class Election {
     if (!current || !leader || current.revision !== expected || current.holder !== next.holder) return { ok: false, current };
     const local = this.registry.withKey(leader.key);
     if (next.stepDownRequested === current.stepDownRequested) {
-      const [ttl] = await this.keepalive.keepAlive([leader.lease]);
-      if (ttl === 0) return { ok: false, current: undefined };
+      // The read above came before the keepalive, so it cannot vouch for the answer's term: a
+      // second read, sent with the keepalive, does (rare path: a handle renewing a lease it did
+      // not campaign for).
+      const [{ ttls, term }, check] = await Promise.all([
+        this.keepalive.batch([leader.lease]),
+        this.rpc.call(`read "${lock}"`, (o) => this.rpc.client.kv.range({ key: leader.key }, o)),
+      ]);
+      const stale = staleKeepalive(term, Number(check.header.raft_term));
+      if (stale) throw new StoreUnavailableError(stale);
+      if (ttls[0] === 0 || check.kvs[0]?.create_revision !== leader.create_revision) return { ok: false, current: undefined };
       const record = Object.freeze({ ...current, renewedAt: next.renewedAt });
       if (local) local.record = record;
       return { ok: true, record };

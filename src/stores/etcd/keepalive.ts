@@ -1,6 +1,6 @@
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
-import { inChunks } from './chunks.js';
+import { CHUNK, inChunks } from './chunks.js';
 import { unavailable, type Rpc } from './client.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
@@ -18,8 +18,10 @@ interface Batch {
   readonly ttls: number[];
   /** Answers still missing; 0 once the batch is resolved. */
   owed: number;
+  /** The lowest raft term among the answers so far (see KeepAliveAnswers.term). */
+  term: number;
   readonly timer: NodeJS.Timeout;
-  resolve(ttls: number[]): void;
+  resolve(answers: KeepAliveAnswers): void;
   reject(err: Error): void;
 }
 
@@ -39,6 +41,25 @@ interface Channel {
   /** Number of the next request written. */
   next: number;
   dead: boolean;
+}
+
+/**
+ * KeepAliveAnswers is one batch's answers: each lease's remaining TTL in seconds (0: gone), and
+ * the lowest raft term in the answers' headers.
+ *
+ * The term is what makes an answer trustworthy in a cluster. A member that was the raft leader
+ * and lost leadership while it could not run (a pause, a stalled disk) answers the keepalives
+ * queued at it from its own, stale lease table when it resumes — "TTL 2" for a lease the new
+ * leader may already have revoked (etcd-io/etcd#15247; etcd 3.4.23, Debian's, does this). Such
+ * an answer carries the old term. A linearizable request sent together with the keepalive carries
+ * a term at least as new as that of any leader that existed when it was sent, since a quorum
+ * confirmed it after that: a keepalive whose term is lower was answered by a deposed leader and
+ * must not count as a renewal (see `staleKeepalive`). A leader deposed only after the renewal
+ * began is harmless: its successor, once elected, extends every lease by a whole TTL from then.
+ */
+export interface KeepAliveAnswers {
+  ttls: number[];
+  term: number;
 }
 
 /**
@@ -62,11 +83,20 @@ export class KeepAliveStream {
 
   constructor(private readonly rpc: Rpc) {}
 
-  /** keepAlive refreshes every lease; resolves with each one's remaining TTL in seconds (0: gone). */
+  /**
+   * keepAlive refreshes every lease; resolves with each one's remaining TTL in seconds (0: gone).
+   * For waiting candidates only: a leader's renewal must check the answers' term (`batch`).
+   */
   keepAlive(ids: readonly string[]): Promise<number[]> {
     if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
     if (ids.length === 0) return Promise.resolve([]);
-    return inChunks(ids, (chunk) => this.send(chunk));
+    return inChunks(ids, async (chunk) => (await this.send(chunk)).ttls);
+  }
+
+  /** batch refreshes at most CHUNK leases in one batch and resolves with the answers and their term. */
+  batch(ids: readonly string[]): Promise<KeepAliveAnswers> {
+    if (ids.length > CHUNK) return Promise.reject(new RangeError(`etcd: a keepalive batch of ${ids.length} leases is over ${CHUNK}`));
+    return this.send(ids);
   }
 
   /** close ends the streams; pending batches fail. */
@@ -76,16 +106,18 @@ export class KeepAliveStream {
   }
 
   /** send writes one chunk and resolves with its answers, or fails after the call deadline. */
-  private send(ids: readonly string[]): Promise<number[]> {
+  private send(ids: readonly string[]): Promise<KeepAliveAnswers> {
     if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
+    if (ids.length === 0) return Promise.resolve({ ttls: [], term: Infinity });
     const channel = this.current();
-    return new Promise<number[]>((resolve, reject) => {
+    return new Promise<KeepAliveAnswers>((resolve, reject) => {
       const first = channel.next;
       channel.next += ids.length;
       const batch: Batch = {
         first,
         ttls: new Array<number>(ids.length).fill(0),
         owed: ids.length,
+        term: Infinity,
         timer: setTimeout(() => {
           this.discard(
             channel,
@@ -138,7 +170,7 @@ export class KeepAliveStream {
       (stream) => {
         channel.stream = stream;
         if (channel.dead) return endQuietly(stream);
-        stream.on('data', (res) => this.answer(channel, String(res.ID), Number(res.TTL)));
+        stream.on('data', (res) => this.answer(channel, String(res.ID), Number(res.TTL), Number(res.header?.raft_term ?? 0)));
         stream.on('error', (err) => this.discard(channel, unavailable('lease keepalive stream', err)));
         stream.on('end', () => this.discard(channel, new StoreUnavailableError('etcd: lease keepalive stream ended')));
       },
@@ -148,7 +180,7 @@ export class KeepAliveStream {
   }
 
   /** answer files one lease's answer with the oldest request for it still waiting. */
-  private answer(channel: Channel, id: string, ttl: number): void {
+  private answer(channel: Channel, id: string, ttl: number, term: number): void {
     if (channel.dead) return;
     const seq = takeOldest(channel.owed, id);
     if (seq === undefined) return; // not asked on this stream
@@ -159,9 +191,10 @@ export class KeepAliveStream {
       if (seq < b.first) return;
       if (seq >= b.first + b.ttls.length) continue;
       b.ttls[seq - b.first] = ttl;
+      if (term < b.term) b.term = term;
       if (--b.owed === 0) {
         clearTimeout(b.timer);
-        b.resolve(b.ttls);
+        b.resolve({ ttls: b.ttls, term: b.term });
         while (channel.head < batches.length && batches[channel.head]!.owed === 0) channel.head++;
         if (channel.head > 64 && channel.head * 2 > batches.length) {
           batches.splice(0, channel.head);
@@ -226,4 +259,18 @@ export function endQuietly(stream: { end(): void; cancel(): void; on(event: 'err
   } catch {
     // already gone
   }
+}
+
+/**
+ * staleKeepalive tells why a keepalive batch must not count as a renewal, or undefined if it may:
+ * `keepaliveTerm` is the batch's term (KeepAliveAnswers.term), `requestTerm` the raft term of a
+ * linearizable request (a txn that reads or writes) sent after the renewal began, i.e. after the
+ * moment its elector counts the lease from. A lower keepalive term means the answer came from a
+ * member that had lost leadership: its "TTL > 0" says nothing about the lease on the real leader.
+ * Refusing also when the term merely moved on (a raft election between the two answers) is safe:
+ * the renewal is tried again, and the leader steps down by its own deadline if it keeps failing.
+ */
+export function staleKeepalive(keepaliveTerm: number, requestTerm: number): string | undefined {
+  if (!(keepaliveTerm < requestTerm)) return undefined;
+  return `etcd: a lease keepalive was answered at raft term ${keepaliveTerm}, older than the term ${requestTerm} of a request sent with it (a deposed leader answering from its own lease table); not counted as a renewal`;
 }
