@@ -9,6 +9,9 @@
  *   - PUT with a stale metadata.resourceVersion → 409 Conflict; POST of an existing name → 409
  *     AlreadyExists; missing → 404 NotFound; all errors as Status bodies (kind Status, apiVersion
  *     v1, status Failure, reason, code, details);
+ *   - DELETE → 200 with a Success Status naming the Lease (details name, group, kind "leases",
+ *     uid), a DELETED watch event carrying the object at a new resourceVersion; DeleteOptions
+ *     preconditions (uid, resourceVersion) that do not hold → 409 Conflict "Precondition failed";
  *   - what the real server rejects: a MicroTime without exactly six fractional digits or a
  *     non-integer leaseDurationSeconds / leaseTransitions (400, a decoding error), invalid names,
  *     non-positive leaseDurationSeconds, a name not matching the URL, invalid annotation keys or
@@ -166,6 +169,21 @@ async function body(req: IncomingMessage): Promise<Obj> {
   }
 }
 
+/** deleteOptions reads a DELETE's optional body (a v1 DeleteOptions, as kubectl and client-go send it). */
+async function deleteOptions(req: IncomingMessage): Promise<{ preconditions?: { uid?: string | null; resourceVersion?: string | null } }> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (!text) return {};
+  try {
+    const o = JSON.parse(text);
+    if (!o || typeof o !== 'object' || Array.isArray(o)) throw new Error('not an object');
+    return o;
+  } catch (err) {
+    throw new HttpError(400, 'BadRequest', `the body of the request was in an unknown format: ${(err as Error).message}`);
+  }
+}
+
 function stamp(obj: Obj, ns: string, name: string, old?: Obj): Obj {
   state.rv += 1;
   const metadata: Record<string, any> = { ...obj.metadata, name, namespace: ns, resourceVersion: String(state.rv), uid: old?.metadata.uid ?? randomUUID(), creationTimestamp: old?.metadata.creationTimestamp ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
@@ -231,13 +249,24 @@ async function leases(req: IncomingMessage, res: ServerResponse, url: URL, ns: s
     return send(200, updated);
   }
   if (req.method === 'DELETE' && name) {
+    const options = await deleteOptions(req);
     const old = state.objects[key(name)];
     if (!old) throw notFound(name);
+    // Preconditions (DeleteOptions.preconditions), checked as the storage layer does: uid first.
+    const pre = options.preconditions ?? {};
+    const failed =
+      pre.uid != null && pre.uid !== old.metadata.uid ? `UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`
+      : pre.resourceVersion != null && pre.resourceVersion !== old.metadata.resourceVersion ? `ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`
+      : undefined;
+    if (failed) throw new HttpError(409, 'Conflict', `Operation cannot be fulfilled on leases.coordination.k8s.io "${name}": Precondition failed: ${failed}`, { name, group: 'coordination.k8s.io', kind: 'leases' });
     delete state.objects[key(name)];
     state.rv += 1;
+    // Watchers get the object as it was, at the deletion's resourceVersion.
     const gone = { ...old, metadata: { ...old.metadata, resourceVersion: String(state.rv) } };
     record('DELETED', key(name), gone);
-    return send(200, status(200, '', '', { name, group: 'coordination.k8s.io', kind: 'leases', uid: old.metadata.uid }));
+    // The generic registry's answer for a resource that does not return the deleted object (Leases
+    // do not): a Success Status naming it — kind holds the resource, no code, reason or message.
+    return send(200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, group: 'coordination.k8s.io', kind: 'leases', uid: old.metadata.uid } });
   }
   throw new HttpError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
 }

@@ -78,6 +78,39 @@ export class K8sFakeServer extends ManagedServer {
     });
   }
 
+  /**
+   * api makes one request to the API with the server's token, as kubectl or client-go would (a
+   * test's operator: delete a Lease behind the store's back), and answers the status and the JSON body.
+   */
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    return new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'application/json' };
+      // Node sends a DELETE's body without chunking: it needs its length.
+      if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) });
+      const req = https.request(`${this.server}${path}`, { method, ca: this.ca, headers, timeout: 30_000 }, (res) => {
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+          } catch {
+            reject(new Error(`k8s fake: ${method} ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`k8s fake: ${method} ${path} timed out`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  /** deleteLease deletes Lease `name` in `namespace` (optionally with DeleteOptions preconditions); 404 if it is not there. */
+  deleteLease(namespace: string, name: string, preconditions?: { uid?: string; resourceVersion?: string }): Promise<{ status: number; body: any }> {
+    const options = preconditions ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions } : undefined;
+    return this.api('DELETE', `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`, options);
+  }
+
   private admin(path: string): void {
     const r = spawnSync('curl', ['-sS', '--max-time', '5', '--cacert', join(this.dir, 'ca.crt'), '-H', `Authorization: Bearer ${this.token}`, '-X', 'POST', `${this.server}${path}`], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${path} failed: ${r.stderr}`);

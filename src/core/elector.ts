@@ -370,10 +370,10 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
       return this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
     }
-    // The record changed under us. Still ours (someone set the step-down flag)? Adopt it.
+    // Changed under us yet still ours (a step-down flag)? Adopt it. Refused at our own revision: lost (e.g. a broken blob lease).
     const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
     if (this.leadership !== l) return;
-    if (current && current.holder === this.identity && current.term === l.term) {
+    if (current && current.holder === this.identity && current.term === l.term && current.revision !== l.record.revision) {
       l.record = current;
       if (current.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
       this.loop.again();

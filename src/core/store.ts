@@ -35,6 +35,9 @@
  *   `current` is the record as the store saw it when it refused (null if absent), or
  *   `undefined` when the store cannot tell cheaply. A campaign that does not lead is the same
  *   kind of value.
+ * - A store whose server also holds a lock for the holder (Azure's blob lease) refuses a write
+ *   when that lock was taken away (broken), even at an unchanged revision: a lost race too. A
+ *   leader refused at the revision it holds steps down at once (it has nothing new to adopt).
  * - A store that cannot be reached, times out, or answers with an error throws
  *   `StoreUnavailableError` (core/errors.ts). SDK errors never leak out of a store's folder.
  *

@@ -27,9 +27,10 @@
  *   - A write that keeps a holder first renews the blob lease (If-Match `expected`), then writes
  *     the record under it; the ETag changes on every renewal, which is how polling standbys see
  *     a live leader. A renewal Azure refuses because the lease is not ours any more (broken,
- *     taken) throws StoreUnavailableError naming it: the leader stops renewing and steps down by
- *     its own renew deadline, which comes before any baton candidate may take over (they wait a
- *     whole leaseDuration of unchanged ETag).
+ *     taken, released: any 409) is a lost race, `{ ok: false, current }`: the leader steps down
+ *     at once instead of retrying until its renew deadline. A 5xx or no answer stays
+ *     StoreUnavailableError (retried). Other candidates still wait a whole leaseDuration of
+ *     unchanged ETag before they try.
  *   - A release writes `holder: null` under the lease, then releases the blob lease, so a
  *     standby can acquire at once. A lease that already lapsed is released by ETag alone.
  *
@@ -174,10 +175,16 @@ export class AzblobStore extends CasStore {
     if (leaseId && next.holder !== null) {
       const renewed = await this.blobs.renewLease(key, leaseId, expected);
       if ('refused' in renewed) {
-        const { status, code } = renewed.refused;
-        if (status === 404) return { ok: false, current: null };
-        if (status === 412) return { ok: false };
-        throw new StoreUnavailableError(`azblob: the blob lease on "${lock}" is not ours any more (${code || status}): not renewed`);
+        if (renewed.refused.status === 404) return { ok: false, current: null };
+        // 412: the ETag moved. 409: the blob lease is not ours any more — broken (an operator's
+        // Break Lease), breaking, released, or another ID's (LeaseIsBrokenAndCannotBeRenewed,
+        // LeaseIsBreakingAndCannotBeChanged, LeaseIdMismatchWithLeaseOperation,
+        // LeaseNotPresentWithLeaseOperation; 409 on a lease action is only ever the lease's
+        // state). Both are lost races, answered with the record as it stands: a broken lease
+        // leaves the blob and its ETag as they were, so the elector sees its own record refused
+        // at the revision it holds and steps down now, not at its renew deadline.
+        this.known.delete(lock);
+        return { ok: false, current: await this.currentRecord(lock) };
       }
     }
     const value = encodeRecord(next, term);
@@ -192,6 +199,13 @@ export class AzblobStore extends CasStore {
     // Let a standby acquire at once; if this fails the lease lapses on its own (or, if infinite, is broken by the next acquirer).
     if (leaseId && next.holder === null) await this.blobs.releaseLease(key, leaseId).catch(() => false);
     return { ok: true, record };
+  }
+
+  /** currentRecord reads a lock's record for a lost race's answer; undefined if the read fails (the elector reads again). */
+  private async currentRecord(lock: string): Promise<LeaseRecord | null | undefined> {
+    const item = await this.blobs.get(leaseKey(lock)).catch(() => undefined);
+    if (item === undefined) return undefined;
+    return item ? decodeRecord(lock, item.value, item.version) : null;
   }
 
   private noteLease(record: LeaseRecord, leaseId: string | undefined): LeaseRecord {

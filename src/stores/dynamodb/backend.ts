@@ -57,8 +57,10 @@ export class DynamoBackend implements CasBackend {
 
   /**
    * replaceMany renews many leases: one conditional PutItem each, RENEW_CONCURRENCY in flight.
-   * DynamoDB has no batched conditional write that keeps items independent (BatchWriteItem takes
-   * no conditions; TransactWriteItems is all-or-nothing, ≤ 100 items, at twice the write cost).
+   * BatchWriteItem takes no conditions (unsafe); TransactWriteItems is all-or-nothing (one lost
+   * lease cancels the other 99 renewals) at twice the write cost. PartiQL BatchExecuteStatement
+   * would carry 25 independent conditional writes per call, but dynalite cannot run it, so it is
+   * not used (docs/stores/dynamodb.md, "Batch renewal").
    * A failed item is null on its own; only when every item failed does the call throw.
    */
   async replaceMany(items: readonly ReplaceItem[]): Promise<(string | null)[]> {

@@ -9,6 +9,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
+import { LeaderElector } from '../../../src/core/elector.js';
 import { InvalidConfigError, StoreUnavailableError } from '../../../src/core/errors.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../../src/core/store.js';
 import { AzblobStore, blobLeaseSeconds, parseAzblobUrl } from '../../../src/stores/azblob/index.js';
@@ -39,6 +40,12 @@ function acquire(holder: string, leaseDurationMs = 5_000, instance = 'i1'): Leas
   return { holder, newTerm: true, leaseDurationMs, acquiredAt: now, renewedAt: now, transitions: 1, stepDownRequested: false, metadata: { instance } };
 }
 const keep = (r: LeaseRecord, extra: Partial<LeaseWrite> = {}): LeaseWrite => ({ ...acquire(r.holder ?? 'x', r.leaseDurationMs), newTerm: false, ...extra });
+/** until polls `check` every 20 ms until it holds, failing after `ms`. */
+async function until(what: string, check: () => boolean, ms = 5_000): Promise<void> {
+  for (const end = Date.now() + ms; !check(); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+  }
+}
 const leaseBlob = (lock: string, prefix = 'baton/') => container.getBlockBlobClient(blobName(prefix, `lease/${lock}`));
 
 describe('azblob: layout', () => {
@@ -106,16 +113,61 @@ describe('azblob: the blob lease', () => {
     assert.equal((await leaseBlob(lock).getProperties()).leaseState, 'leased');
   });
 
-  it('a broken blob lease: the leader is refused at its next renewal (an error naming it), and may still free its record', async () => {
+  it('a broken blob lease: the leader\'s next renewal is a lost race with the record as it stands, and it may still free its record', async () => {
     const s = await store();
     const lock = lockName('broken');
     const r = await s.write(lock, null, acquire('alice'));
     assert.ok(r.ok);
     await leaseBlob(lock).getBlobLeaseClient().breakLease(0);
-    await assert.rejects(s.write(lock, r.record.revision, keep(r.record)), (e: Error) => e instanceof StoreUnavailableError && /not ours any more \(LeaseIsBrokenAndCannotBeRenewed\)/.test(e.message));
+    const refused = await s.write(lock, r.record.revision, keep(r.record));
+    assert.equal(refused.ok, false, 'a lost race, not an error');
+    assert.ok(!refused.ok && refused.current, 'with the current record');
+    assert.deepEqual([refused.current.holder, refused.current.revision], ['alice', r.record.revision], 'the break left the blob as it was');
     assert.equal((await s.read(lock))?.revision, r.record.revision, 'nothing was written');
+    // Another lease ID holding the blob (a tool other than baton) is the same lost race.
+    const stranger = leaseBlob(lock).getBlobLeaseClient('00000000-0000-4000-8000-000000000001');
+    await stranger.acquireLease(15);
+    const taken = await s.write(lock, r.record.revision, keep(r.record));
+    assert.ok(!taken.ok && taken.current?.revision === r.record.revision);
+    await stranger.releaseLease();
     const released = await s.write(lock, r.record.revision, keep(r.record, { holder: null }));
     assert.ok(released.ok, 'a release needs only the ETag once the lease is gone');
+  });
+
+  it('a leader whose blob lease is broken steps down at its next renewal, not at its deadline, and before any other candidate leads', async () => {
+    // Renew deadline 10 s, retry 500 ms: a step-down at the deadline would take seconds; the lost
+    // race ends the leadership at the next renewal (≤ one retry period plus a round trip).
+    const timing = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 500 };
+    const lock = lockName('break-elector');
+    const a = new LeaderElector({ store: await store(), lock, identity: 'alice', ...timing });
+    const b = new LeaderElector({ store: await store(), lock, identity: 'bob', ...timing });
+    const events: string[] = [];
+    for (const e of [a, b]) {
+      e.on('elected', ({ term }) => events.push(`${e.identity} elected ${term}`));
+      e.on('stopped', ({ term, reason }) => events.push(`${e.identity} stopped ${term} ${reason}`));
+    }
+    const storeErrors: unknown[] = [];
+    a.on('storeError', (err) => storeErrors.push(err));
+    try {
+      a.start();
+      const won = await a.elected();
+      b.start();
+      await until('bob to see alice lead', () => b.leader()?.holder === 'alice');
+      const stopped = new Promise<number>((resolve) => a.once('stopped', () => resolve(Date.now())));
+      const brokeAt = Date.now();
+      await leaseBlob(lock).getBlobLeaseClient().breakLease(0);
+      const took = (await stopped) - brokeAt;
+      // Liveness bound with slack for a loaded 2-core machine; the deadline would be ~10 s.
+      assert.ok(took < 3_000, `alice stopped ${took} ms after the break (her renew deadline is 10 s)`);
+      assert.equal(events.indexOf(`alice stopped ${won.term} lost`) >= 0, true, events.join('; '));
+      assert.ok(!events.some((x) => x.startsWith('bob elected')), `nobody else led before alice stopped: ${events.join('; ')}`);
+      assert.equal(storeErrors.length, 0, 'a broken lease is a lost race, not a store error');
+      // Whoever leads next does so under a higher term (alice may take her orphaned record back at once).
+      const next = await Promise.race([a.elected(), b.elected()]);
+      assert.ok(next.term > won.term, `term ${next.term} after ${won.term}`);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
   });
 
   it('a lease past 60 s is an infinite blob lease, broken only at the ETag the candidate watched', async () => {

@@ -1,10 +1,12 @@
 // The public conformance suite against the fake API server (infra/fakes/k8s-api.ts: a fake, as no
 // kube-apiserver can run here), reached over HTTPS through a kubeconfig like a real cluster, with
 // the fault hooks the fake supports. Requests time out well inside the renew deadline; watches
-// are re-opened every 2 s. No `deleteRecord`: the Lease object is the record and holds the term.
+// are re-opened every 2 s. `deleteRecord` deletes the lock's Lease as `kubectl delete lease` does:
+// the term must survive it (the floor Lease keeps it, src/stores/k8s/index.ts).
 import { after } from 'node:test';
 import { storeConformanceSuite } from '../../../src/testing/index.js';
 import { K8sStore } from '../../../src/stores/k8s/index.js';
+import { leaseNameOf } from '../../../src/stores/k8s/names.js';
 import { K8sFakeServer } from '../../../infra/servers/index.js';
 
 const server = await new K8sFakeServer().start();
@@ -22,5 +24,9 @@ await storeConformanceSuite({
     // The fake drops every open connection, watches included: both a cut network and a cut feed.
     cutConnections: () => server.cut(),
     cutFeed: () => server.cut(),
+    deleteRecord: async (lock) => {
+      const res = await server.deleteLease('default', leaseNameOf(lock));
+      if (res.status !== 200 && res.status !== 404) throw new Error(`deleting the Lease of ${lock}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+    },
   },
 });

@@ -117,6 +117,56 @@ describe('k8s fake vs kubectl', { skip }, () => {
     assert.ok(second.record.term > first.record.term, `term ${second.record.term} after ${first.record.term}`);
   });
 
+  it('DELETE as the real server answers it: a Success Status, NotFound when missing, preconditions that fail are a 409 Conflict', async () => {
+    const r = await store.write('kc-del-api', null, acquireWrite('baton-e'));
+    assert.ok(r.ok);
+    const obj = JSON.parse(kubectl('get', 'lease', 'kc-del-api', '-o', 'json').out);
+    const path = (n: string) => ['default', n] as const;
+    const staleRv = await server.deleteLease(...path('kc-del-api'), { resourceVersion: String(Number(r.record.revision) - 1) });
+    assert.equal(staleRv.status, 409);
+    assert.deepEqual([staleRv.body.kind, staleRv.body.status, staleRv.body.reason, staleRv.body.code], ['Status', 'Failure', 'Conflict', 409]);
+    assert.match(staleRv.body.message, /^Operation cannot be fulfilled on leases\.coordination\.k8s\.io "kc-del-api": Precondition failed: ResourceVersion in precondition: \d+, ResourceVersion in object meta: \d+$/);
+    const otherUid = await server.deleteLease(...path('kc-del-api'), { uid: '00000000-0000-0000-0000-000000000000', resourceVersion: r.record.revision });
+    assert.equal(otherUid.status, 409);
+    assert.match(otherUid.body.message, /Precondition failed: UID in precondition/);
+    assert.equal((await store.read('kc-del-api'))?.revision, r.record.revision, 'a failed precondition deletes nothing');
+    const done = await server.deleteLease(...path('kc-del-api'), { uid: obj.metadata.uid, resourceVersion: r.record.revision });
+    assert.equal(done.status, 200);
+    assert.deepEqual(done.body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: 'kc-del-api', group: 'coordination.k8s.io', kind: 'leases', uid: obj.metadata.uid } });
+    const again = await server.deleteLease(...path('kc-del-api'));
+    assert.equal(again.status, 404);
+    assert.deepEqual([again.body.reason, again.body.code, again.body.message], ['NotFound', 404, 'leases.coordination.k8s.io "kc-del-api" not found']);
+    const missing = kubectl('delete', 'lease', 'kc-del-api');
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.err, /NotFound.*leases\.coordination\.k8s\.io "kc-del-api" not found/);
+  });
+
+  it('a watch from kubectl sees kubectl delete as a DELETED event at a newer resourceVersion; the next write is newer still', async () => {
+    const r = await store.write('kc-del-watch', null, acquireWrite('baton-f'));
+    assert.ok(r.ok);
+    const child = spawn(kubectlPath, ['--kubeconfig', server.kubeconfig, '-n', 'default', 'get', 'lease', 'kc-del-watch', '-w', '--output-watch-events', '-o', 'json'], { env: { ...process.env, HOME: dir } });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    try {
+      // With --output-watch-events kubectl prints one compact JSON event per line.
+      await waitFor(() => out.includes(`"resourceVersion":"${r.record.revision}"`), 10_000, 'kubectl to print the Lease');
+      const del = kubectl('delete', 'lease', 'kc-del-watch');
+      assert.equal(del.code, 0, del.err);
+      assert.match(del.out, /lease\.coordination\.k8s\.io "kc-del-watch" deleted/);
+      await waitFor(() => /"type":"DELETED".*\n/.test(out), 10_000, 'kubectl to print the deletion');
+      const events = out.trim().split('\n').map((t) => JSON.parse(t) as { type: string; object: { metadata: { resourceVersion: string } } });
+      const deleted = events.find((e) => e.type === 'DELETED')!;
+      const deletedRv = Number(deleted.object.metadata.resourceVersion);
+      assert.ok(deletedRv > Number(r.record.revision), `DELETED at ${deletedRv}, after ${r.record.revision}`);
+      const next = await store.write('kc-del-watch', null, acquireWrite('baton-g'));
+      assert.ok(next.ok);
+      assert.ok(Number(next.record.revision) > deletedRv, 'one global resourceVersion, still growing');
+      assert.ok(next.record.term > r.record.term);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('a watch from kubectl (get -w) sees a baton renewal as it happens', async () => {
     const r = await store.write('kc-watch', null, acquireWrite('baton-w'));
     assert.ok(r.ok);
