@@ -24,8 +24,9 @@ import { STORE_KINDS, isRegistered } from '../../chaos/stores.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // The two cluster kinds (three members each; chaos/stores.ts) use seeds whose one store fault
 // is a member freeze: the variant behind etcd's finding 4 (a deposed raft leader answering
-// keepalives at SIGCONT, fixed in 71659e3), and it needs no member restart — a ZooKeeper
-// member's JVM takes 5–9 s to rejoin under load. Member kills are covered by the runs by hand.
+// keepalives at SIGCONT, fixed in 71659e3), and it needs no member restart: a ZooKeeper
+// member-kill's heal waits for the member's JVM to rejoin, which stretched the fault to 4.7–8.5 s
+// (hold 2.6–3.6 s) under load. Member kills are covered by the runs by hand.
 const STORES: Record<string, number> = {
   sqlite: 20240601,
   redis: 20240602,
