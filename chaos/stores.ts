@@ -9,6 +9,10 @@
  * hogging the file looks like; and partitions do not apply to it, since candidates reach the
  * file through the local filesystem — there is no network path to cut.
  *
+ * Cluster kinds (etcd-cluster, zookeeper-ensemble) run three members on loopback behind one URL
+ * that lists them all; their store fault kills or freezes one member at a time (runningCluster),
+ * which the store must survive. Candidates reach the members directly: no partitions.
+ *
  * Kubernetes runs against the fake API server (infra/fakes/k8s-api.ts, a fake because no
  * kube-apiserver can run here). Its store URL names a kubeconfig, and a kubeconfig names the
  * server's address, so each partition proxy gets its own kubeconfig naming the proxy's port
@@ -16,7 +20,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -119,6 +123,18 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: startEtcdCluster,
   },
+  // A three-member ZooKeeper ensemble, broken like etcd-cluster: one member at a time (the next
+  // each time) killed or frozen, the other two a quorum. Same timing as the standalone kind
+  // (sessions expire on the 200 ms tick). Not marked `queue`: a ZooKeeper waiter is woken when
+  // it reaches the front and only then sends its claim, so the claim's start is judged, as for
+  // the standalone kind.
+  'zookeeper-ensemble': {
+    name: 'zookeeper-ensemble',
+    scheme: 'zk',
+    network: false,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: startZooKeeperEnsemble,
+  },
   // Azure blob leases last at least 15 s, so a dead or frozen leader's blob lease holds 15 s
   // whatever baton's lease is: the run's lease is 15 s too, so the gap bound (lease + retry +
   // RTT) is the server's. A fault round then takes minutes (faults scale with the lease): too
@@ -216,12 +232,32 @@ async function startDynalite(): Promise<RunningStore> {
 
 async function startEtcdCluster(): Promise<RunningStore> {
   const { members, url } = await etcdCluster(3);
+  return runningCluster(members, `${url}?timeout=1s`);
+}
+
+/**
+ * startZooKeeperEnsemble runs three ZooKeeper members; the URL lists all of them, so a client
+ * whose member dies or freezes moves its session to another. Calls time out after 1 s (not the
+ * default 2 s), so a renewal stuck on a frozen member gives up and reconnects elsewhere while
+ * the session (2 s, the lease) still lives.
+ */
+async function startZooKeeperEnsemble(): Promise<RunningStore> {
+  const members = await zooKeeperEnsemble(3);
+  return runningCluster(members, `${members[0]!.url('/chaos')}?timeout=1s`);
+}
+
+/**
+ * runningCluster is a store made of members: its faults kill (`member-kill`, started again on
+ * its data at the heal) or freeze (`member-freeze`) one member at a time, each time the next.
+ * Candidates reach the members directly (the URL lists them all), so partitions do not apply.
+ */
+function runningCluster(members: readonly ManagedServer[], url: string): RunningStore {
   let next = 0;
   let broken: ManagedServer | undefined;
   let stopped = false;
   return {
-    url: `${url}?timeout=1s`,
-    urlVia: () => `${url}?timeout=1s`,
+    url,
+    urlVia: () => url,
     faultVariants: ['member-kill', 'member-freeze'],
     async breakStore(variant) {
       broken = members[next++ % members.length]!;

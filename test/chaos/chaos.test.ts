@@ -22,10 +22,24 @@ import { applicableFaults } from '../../chaos/options.js';
 import { STORE_KINDS, isRegistered } from '../../chaos/stores.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-// etcd-cluster (chaos/stores.ts) is run by hand, not here: one run under heavy load reported
-// isLeader() true in two processes for 1.3 ms; until that is explained it is an open finding in
-// docs/RELIABILITY.md rather than a CI gate that may or may not trip.
-const STORES: Record<string, number> = { sqlite: 20240601, redis: 20240602, postgres: 20240603, etcd: 20240604, nats: 20240605, mysql: 20240606, dynamodb: 20240609, k8s: 20240610, zookeeper: 20240611 };
+// The two cluster kinds (three members each; chaos/stores.ts) use seeds whose one store fault
+// is a member freeze: the variant behind etcd's finding 4 (a deposed raft leader answering
+// keepalives at SIGCONT, fixed in 71659e3), and it needs no member restart: a ZooKeeper
+// member-kill's heal waits for the member's JVM to rejoin, which stretched the fault to 4.7–8.5 s
+// (hold 2.6–3.6 s) under load. Member kills are covered by the runs by hand.
+const STORES: Record<string, number> = {
+  sqlite: 20240601,
+  redis: 20240602,
+  postgres: 20240603,
+  etcd: 20240604,
+  nats: 20240605,
+  mysql: 20240606,
+  'etcd-cluster': 20240608,
+  dynamodb: 20240609,
+  k8s: 20240610,
+  zookeeper: 20240611,
+  'zookeeper-ensemble': 20240613,
+};
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-chaos-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
