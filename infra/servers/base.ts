@@ -61,7 +61,8 @@ export function freePort(): Promise<number> {
 export async function waitForPort(port: number, timeoutMs = 20_000, child?: ChildProcess): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (child && child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before listening on ${port}`);
+    // A server killed by a signal (a crash) has no exit code, only a signal code.
+    if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`server exited with ${child.exitCode ?? child.signalCode} before listening on ${port}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect({ host: '127.0.0.1', port }, () => {
         s.destroy();

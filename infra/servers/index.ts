@@ -10,6 +10,7 @@ export { EtcdServer, etcdCluster } from './etcd.js';
 export { AzuriteServer, AZURITE_ACCOUNT, AZURITE_KEY } from './azurite.js';
 export { NatsServer } from './nats.js';
 export { MariaDBServer } from './mariadb.js';
+export { GaleraNode, GALERA_SUSPECT_TIMEOUT_MS, galeraCluster, type GaleraCluster } from './galera.js';
 export { DynaliteServer } from './dynalite.js';
 export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
 export { K8sFakeServer } from './k8s-fake.js';

@@ -15,11 +15,11 @@ const CLIENT = ['/usr/bin/mariadb', '/usr/bin/mysql'];
  * A database `baton` and a user `baton`/`baton` (all privileges on it) are made at first start.
  */
 export class MariaDBServer extends ManagedServer {
-  private readonly uid?: number;
-  private readonly gid?: number;
+  protected readonly uid?: number;
+  protected readonly gid?: number;
   private initialised = false;
-  constructor() {
-    super('mariadb');
+  constructor(name = 'mariadb') {
+    super(name);
     requireBinary(SERVER, 'mariadb-server');
     if (userInfo().uid === 0) {
       const id = (flag: string) => Number(spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' }).stdout.trim());
@@ -35,7 +35,7 @@ export class MariaDBServer extends ManagedServer {
     return join(this.dir, 'mysqld.sock');
   }
   /** Its own temporary directory: two servers bootstrapping at once in /tmp collide on temp table files. */
-  private get tmp(): string {
+  protected get tmp(): string {
     return join(this.dir, 'tmp');
   }
   protected override async prepare(): Promise<void> {
@@ -59,11 +59,19 @@ export class MariaDBServer extends ManagedServer {
         `--socket=${this.socket}`, `--pid-file=${join(this.dir, 'mysqld.pid')}`, `--tmpdir=${this.tmp}`, '--skip-name-resolve',
         '--innodb-buffer-pool-size=64M', '--innodb-log-file-size=32M', '--max-connections=500', '--skip-log-bin',
         ...(this.uid !== undefined ? ['--user=mysql'] : []),
+        ...this.extraArgs(),
       ],
     };
   }
+  /** Further server options (a Galera node's wsrep settings). */
+  protected extraArgs(): string[] {
+    return [];
+  }
+  /** Resolves once the server takes queries, after its port opens (a Galera node: once synced). */
+  protected async serving(): Promise<void> {}
   protected override async ready(): Promise<void> {
     await waitForPort(this.port, 60_000, this.child);
+    await this.serving();
     if (!this.initialised) {
       this.sql(
         "CREATE DATABASE IF NOT EXISTS baton; CREATE USER IF NOT EXISTS 'baton'@'127.0.0.1' IDENTIFIED BY 'baton'; GRANT ALL ON baton.* TO 'baton'@'127.0.0.1'; GRANT PROCESS ON *.* TO 'baton'@'127.0.0.1';",

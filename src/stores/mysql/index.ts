@@ -18,7 +18,8 @@
  * for a whole batch (backend.ts).
  *
  * Correctness never uses GET_LOCK or any session state, so the store works on Galera and
- * behind connection-sharing proxies, and a dead connection holds nothing. There is no change
+ * behind connection-sharing proxies, and a dead connection holds nothing. On a MariaDB Galera
+ * node every statement also asks for a causality wait (galera.ts), found out once at open. There is no change
  * feed: standbys poll (capabilities.notify is false).
  *
  * The table is created on first use if missing (needs CREATE); afterwards SELECT, INSERT and
@@ -29,6 +30,7 @@ import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import { CasStore } from '../kit/cas-store.js';
 import { withTimeout } from '../kit/timeout.js';
 import { MysqlBackend, mysqlError } from './backend.js';
+import { galeraSyncWait } from './galera.js';
 import { DEFAULT_TABLE, DEFAULT_TIMEOUT_MS, parseMysqlUrl, validateTableName, type MysqlConfig } from './config.js';
 import { MysqlStatements } from './sql.js';
 
@@ -70,9 +72,10 @@ export class MysqlStore extends CasStore {
     const timeoutMs = options.timeoutMs ?? config?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const label = config ? `${config.host}:${config.port}/${config.database}` : 'pool';
     const pool = options.pool ?? (await loadSdk()).createPool(poolOptions(config!, timeoutMs));
-    const sql = new MysqlStatements(table);
+    let sql: MysqlStatements;
     try {
-      await ensureTable(pool, sql, timeoutMs);
+      await ensureTable(pool, new MysqlStatements(table), timeoutMs);
+      sql = new MysqlStatements(table, await galeraSyncWait(pool, timeoutMs));
     } catch (err) {
       if (!options.pool) await pool.end().catch(() => {});
       throw mysqlError(err, label);

@@ -2,8 +2,9 @@
  * The SQL of the MySQL/MariaDB store: one table of keyed rows, every operation one statement
  * (autocommit), plain text-protocol queries with `?` placeholders — no session state, no
  * server-side prepared statements, no GET_LOCK — so it behaves the same through ProxySQL or
- * MaxScale and on Galera. Meant for MySQL 8.0+ and MariaDB 10.5+ (InnoDB, DYNAMIC rows so a
- * key of up to 2100 bytes can be the primary key); tested on MariaDB 10.11.
+ * MaxScale and on Galera (where each statement also asks for a causality wait: galera.ts).
+ * Meant for MySQL 8.0+ and MariaDB 10.5+ (InnoDB, DYNAMIC rows so a key of up to 2100 bytes can
+ * be the primary key); tested on MariaDB 10.11, alone and as a three-node Galera cluster.
  *
  *   CREATE TABLE `<table>` (
  *     k       VARBINARY(2100) NOT NULL PRIMARY KEY,  -- lease/<lock> | term/<lock> | ledger/<key>
@@ -25,7 +26,11 @@ export class MysqlStatements {
   readonly list: string;
   readonly remove: string;
 
-  constructor(readonly table: string) {
+  /**
+   * `syncWait`: a wsrep_sync_wait value every row statement carries (`SET STATEMENT … FOR`,
+   * MariaDB Galera: galera.ts), or 0 for none.
+   */
+  constructor(readonly table: string, readonly syncWait = 0) {
     const t = q(table);
     this.probe = `SELECT 1 FROM ${t} LIMIT 0`;
     this.create = `CREATE TABLE IF NOT EXISTS ${t} (
@@ -33,13 +38,13 @@ export class MysqlStatements {
       v MEDIUMBLOB NOT NULL,
       version VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL
     ) ENGINE=InnoDB ROW_FORMAT=DYNAMIC`;
-    this.get = `SELECT v, version FROM ${t} WHERE k = ?`;
+    this.get = this.wait(`SELECT v, version FROM ${t} WHERE k = ?`);
     // A plain INSERT: a duplicate key (ER_DUP_ENTRY) is the lost race. Not INSERT IGNORE, which
     // would also turn a truncated value into a warning.
-    this.insert = `INSERT INTO ${t} (k, v, version) VALUES (?, ?, ?)`;
-    this.update = `UPDATE ${t} SET v = ?, version = ? WHERE k = ? AND version = ?`;
-    this.list = `SELECT k, v, version FROM ${t} WHERE k LIKE ? ESCAPE '!' ORDER BY k LIMIT ?`;
-    this.remove = `DELETE FROM ${t} WHERE k = ?`;
+    this.insert = this.wait(`INSERT INTO ${t} (k, v, version) VALUES (?, ?, ?)`);
+    this.update = this.wait(`UPDATE ${t} SET v = ?, version = ? WHERE k = ? AND version = ?`);
+    this.list = this.wait(`SELECT k, v, version FROM ${t} WHERE k LIKE ? ESCAPE '!' ORDER BY k LIMIT ?`);
+    this.remove = this.wait(`DELETE FROM ${t} WHERE k = ?`);
   }
 
   /**
@@ -50,12 +55,17 @@ export class MysqlStatements {
   updateMany(n: number): string {
     const whens = (what: string) => `CASE k ${Array.from({ length: n }, () => 'WHEN ? THEN ?').join(' ')} ELSE ${what} END`;
     const where = Array.from({ length: n }, () => '(k = ? AND version = ?)').join(' OR ');
-    return `UPDATE ${q(this.table)} SET v = ${whens('v')}, version = ${whens('version')} WHERE ${where}`;
+    return this.wait(`UPDATE ${q(this.table)} SET v = ${whens('v')}, version = ${whens('version')} WHERE ${where}`);
   }
 
   /** versionsOf reads the versions of `n` keys (after a batch in which some did not match). */
   versionsOf(n: number): string {
-    return `SELECT k, version FROM ${q(this.table)} WHERE k IN (${Array.from({ length: n }, () => '?').join(', ')})`;
+    return this.wait(`SELECT k, version FROM ${q(this.table)} WHERE k IN (${Array.from({ length: n }, () => '?').join(', ')})`);
+  }
+
+  /** wait prefixes a statement with the causality wait, if there is one. */
+  private wait(statement: string): string {
+    return this.syncWait > 0 ? `SET STATEMENT wsrep_sync_wait=${this.syncWait} FOR ${statement}` : statement;
   }
 }
 

@@ -8,7 +8,10 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../../src/core/errors.js';
 import { exitCodeFor } from '../../../src/cli/exit-codes.js';
+import mysql from 'mysql2/promise';
 import { MysqlStore } from '../../../src/stores/mysql/index.js';
+import { galeraSyncWait } from '../../../src/stores/mysql/galera.js';
+import { MysqlStatements } from '../../../src/stores/mysql/sql.js';
 import { acquireWrite, keepWrite, uniqueLock } from '../../../src/testing/conformance/context.js';
 import { MariaDBServer, freePort } from '../../../infra/servers/index.js';
 
@@ -76,6 +79,16 @@ describe('mysql SQL', () => {
     await assert.rejects(MysqlStore.open({ url: `mysql://baton:baton@127.0.0.1:${port}/baton?timeout=500ms` }), (e: Error) => {
       return e instanceof StoreUnavailableError && exitCodeFor(e) === 69 && !e.message.includes('\n') && e.message.startsWith('mysql:');
     });
+  });
+
+  it('without wsrep (a lone MariaDB) the statements carry no Galera causality wait', async () => {
+    const pool = mysql.createPool({ uri: server.url, connectionLimit: 1 });
+    try {
+      assert.equal(await galeraSyncWait(pool, 2_000), 0);
+      assert.ok(!new MysqlStatements('t', 0).get.includes('wsrep'));
+    } finally {
+      await pool.end();
+    }
   });
 
   it('a wrong password is StoreUnavailableError naming the server, never the password', async () => {
