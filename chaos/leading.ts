@@ -49,9 +49,11 @@ export function electorLeading(o: LeadingOptions): Leading {
     retryPeriodMs: o.retryPeriodMs,
   });
   const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
-  elector.on('elected', ({ term }) => {
-    const w = elector.leadershipWindow();
-    o.emit({ ev: 'elected', t: monoMs(), wall: Date.now(), term, acquireStart: (w?.renewStartMs ?? NaN) + PERF_TO_MONO_MS, deadline: deadline() });
+  // From the event, not leadershipWindow(): a leadership won just before its deadline is already
+  // over when its listeners run, and the checker still needs when it was acquired.
+  elector.on('elected', ({ term, deadlineMs }) => {
+    const acquireStart = deadlineMs - o.renewDeadlineMs + PERF_TO_MONO_MS;
+    o.emit({ ev: 'elected', t: monoMs(), wall: Date.now(), term, acquireStart, deadline: deadlineMs + PERF_TO_MONO_MS });
   });
   elector.on('renewed', ({ term, durationMs }) => o.emit({ ev: 'renewed', t: monoMs(), term, rttMs: durationMs, deadline: deadline() }));
   elector.on('stopped', ({ term, reason }) => o.emit({ ev: 'stopped', t: monoMs(), wall: Date.now(), term, reason }));

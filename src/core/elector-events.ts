@@ -20,6 +20,11 @@ export interface ElectedEvent {
   readonly term: number;
   /** Aborted (with a LeaseLostError) the moment this leadership ends, at its deadline at the latest. */
   readonly signal: AbortSignal;
+  /**
+   * The monotonic instant (on the elector's clock) by which this leadership ends unless renewed.
+   * It may already be past when a slow acquisition came back just in time: `stopped` follows.
+   */
+  readonly deadlineMs: number;
 }
 /** StoppedEvent ends a leadership; always follows its ElectedEvent. */
 export interface StoppedEvent {

@@ -7,7 +7,7 @@ import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validate
 import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
-import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason } from './elector-events.js';
+import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason, type StoppedEvent } from './elector-events.js';
 import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
@@ -65,6 +65,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** Set when a notification showed a step-down request, with the requester's reason if any. */
   private stepDownAsked?: { note?: string };
   private holdOffUntilMs = 0;
+  /** While `elected` listeners run: a `stopped` raised meanwhile is held until they are done. */
+  private announcing = false;
+  private deferredStop?: StoppedEvent;
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -181,7 +184,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** elected resolves with the next leadership (or the current one). */
   elected(options: { signal?: AbortSignal } = {}): Promise<ElectedEvent> {
     const l = this.leading();
-    if (l) return Promise.resolve({ term: l.term, signal: l.controller.signal });
+    if (l) return Promise.resolve({ term: l.term, signal: l.controller.signal, deadlineMs: l.deadlineMs });
     return nextElected(this, options.signal);
   }
 
@@ -200,7 +203,6 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (l && this.clock.monotonicMs() >= l.deadlineMs) this.deadlinePassed(l);
     return this.leadership;
   }
-
   private onNotify(record: LeaseRecord | null | undefined): void {
     if (this.state !== 'running') return;
     const l = this.leadership;
@@ -328,7 +330,16 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.leadership = l;
     this.stepDownAsked = undefined;
     this.observe(record);
-    this.emit('elected', { term: l.term, signal: l.controller.signal });
+    // A listener asking isLeader() past the deadline ends this leadership at once; its `stopped`
+    // then waits until every `elected` listener has run (see stepDown).
+    this.announcing = true;
+    try {
+      this.emit('elected', { term: l.term, signal: l.controller.signal, deadlineMs: l.deadlineMs });
+    } finally {
+      this.announcing = false;
+    }
+    if (this.deferredStop) this.emit('stopped', this.deferredStop);
+    this.deferredStop = undefined;
     this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
   }
 
@@ -408,7 +419,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.leadership = undefined;
     this.stepDownAsked = undefined;
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
-    this.emit('stopped', note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason });
+    const ev: StoppedEvent = note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason };
+    if (this.announcing) this.deferredStop = ev;
+    else this.emit('stopped', ev);
   }
 
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */

@@ -218,7 +218,7 @@ describe('stopped follows elected, with a reason', () => {
     const { term, signal } = await won;
     assert.equal(term, 1);
     assert.equal(a.term, 1);
-    assert.deepEqual(await a.elected(), { term: 1, signal }, 'already leading: resolves at once');
+    assert.deepEqual(await a.elected(), { term: 1, signal, deadlineMs: a.leadershipWindow()!.deadlineMs }, 'already leading: resolves at once');
     const aborted = new AbortController();
     const never = w.candidate('b').elected({ signal: aborted.signal });
     aborted.abort(new Error('gave up'));

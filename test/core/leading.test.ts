@@ -66,3 +66,31 @@ test('before the deadline the views agree that it leads', async () => {
   await e.stop();
   assert.equal(won.signal.aborted, true);
 });
+
+test('a leadership that ends while its `elected` listeners run: every one of them hears `elected` before anyone hears `stopped`', async () => {
+  const fake = new FakeClock();
+  let skewMs = 0;
+  const clock: Clock = {
+    monotonicMs: () => fake.monotonicMs() + skewMs,
+    wallMs: () => fake.wallMs(),
+    setTimer: (fn, ms) => fake.setTimer(fn, ms),
+    clearTimer: (h) => fake.clearTimer(h),
+  };
+  const e = new LeaderElector({ store: new MemoryStore(), lock: 'leading3', identity: 'a', clock, ...TIMING });
+  const heard: string[] = [];
+  // The first listener finds the deadline passed (a slow acquisition that came back just in
+  // time, then a pause): its look ends the leadership on the spot.
+  e.once('elected', ({ term, deadlineMs }) => {
+    heard.push(`first elected ${term}`);
+    skewMs = deadlineMs - fake.monotonicMs();
+    assert.equal(e.isLeader(), false, 'past the deadline, not leading');
+  });
+  e.once('elected', ({ term, signal }) => heard.push(`second elected ${term}, aborted ${signal.aborted}`));
+  e.once('stopped', ({ term, reason }) => heard.push(`stopped ${term} ${reason}`));
+  e.start();
+  await fake.advance(0);
+  for (let i = 0; i < 5 && heard.length < 3; i++) await fake.advance(1);
+  assert.deepEqual(heard, ['first elected 1', 'second elected 1, aborted true', 'stopped 1 renew-deadline']);
+  skewMs = 0;
+  await e.stop();
+});
