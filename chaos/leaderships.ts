@@ -50,7 +50,10 @@ export function leadershipsFrom(
     for (const e of events) {
       if (e.ev === 'elected') {
         close(e.t);
-        open = { identity, term: e.term, electedAt: e.t, acquireStart: e.acquireStart, deadline: e.deadline, believedEnd: NaN };
+        // Logs from before ae543de hold no times for a leadership already over when its
+        // `elected` was logged (its `stopped` came first): count it as empty, at that moment.
+        const over = e.acquireStart == null || e.deadline == null;
+        open = { identity, term: e.term, electedAt: e.t, acquireStart: over ? e.t : e.acquireStart, deadline: over ? e.t : e.deadline, believedEnd: NaN };
       } else if (e.ev === 'renewed') {
         renewals.push({ identity, t: e.t, rttMs: e.rttMs });
         if (open && open.term === e.term) open.deadline = e.deadline;
