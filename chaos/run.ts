@@ -34,7 +34,7 @@ import { PartitionProxy } from '../infra/proxy.js';
 import { Random } from './random.js';
 import { RegisterClient } from './register-client.js';
 import { renderReport } from './report.js';
-import type { RunningStore } from './stores.js';
+import { STORE_KINDS, type RunningStore } from './stores.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LOCK = 'chaos/leader';
@@ -204,6 +204,9 @@ async function main(): Promise<number> {
   let result: ChaosResult;
   if (o.checkDir) {
     const meta = JSON.parse(readFileSync(join(o.checkDir, 'run.json'), 'utf8')) as RunMeta;
+    // Whether a store is a queue store is a fact of the store, not of the run: logs kept before a
+    // kind was marked so are judged as the kind is now.
+    if (STORE_KINDS[meta.store]?.queue) meta.timing = { ...meta.timing, queue: true };
     result = meta.shards ? checkShardRun(o.checkDir, meta) : checkRun(o.checkDir, meta);
   } else {
     result = await runChaos(o);

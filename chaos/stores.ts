@@ -106,10 +106,15 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake },
   // ZooKeeper expires sessions on its tick (200 ms here), so a dead leader's node can outlive
   // its lease by up to one tick: the retry period covers that, as etcd's does its sweep.
+  // A queue store: a campaign enqueues, then reads the line, and claims only if it is first —
+  // possibly long after the call began (a new session after a pause, a slow read under load). The
+  // seed-4401 long run showed one such claim whose call began 48 ms before the previous leader's
+  // deadline yet found the line free only after that leader had stopped: judged from its return.
   zookeeper: {
     name: 'zookeeper',
     scheme: 'zk',
     network: true,
+    queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startZooKeeper(),
   },
@@ -125,13 +130,12 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   },
   // A three-member ZooKeeper ensemble, broken like etcd-cluster: one member at a time (the next
   // each time) killed or frozen, the other two a quorum. Same timing as the standalone kind
-  // (sessions expire on the 200 ms tick). Not marked `queue`: a ZooKeeper waiter is woken when
-  // it reaches the front and only then sends its claim, so the claim's start is judged, as for
-  // the standalone kind.
+  // (sessions expire on the 200 ms tick), and a queue store like it.
   'zookeeper-ensemble': {
     name: 'zookeeper-ensemble',
     scheme: 'zk',
     network: false,
+    queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: startZooKeeperEnsemble,
   },
