@@ -214,6 +214,13 @@ export interface LeaseStore {
    * means always live.
    */
   readonly watchLive?: boolean;
+  /**
+   * watchSeesExpiry (stores with `serverExpiry`) tells whether, while `watchLive`, `watch` also
+   * reports records the server removed on its own timer, and a queue store's entry reaching the
+   * front. A standby then waits for the notification with no timer of its own: an idle standby
+   * sends nothing. Absent or false: it reads again a retry period after the expiry it computed.
+   */
+  readonly watchSeesExpiry?: boolean;
   /** Lists all records (optional). */
   list?(): Promise<LeaseRecord[]>;
   /** Durable entries for job ledgers (optional). */
