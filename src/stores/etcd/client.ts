@@ -69,15 +69,28 @@ function hostPolicy(callTimeoutMs: number): Policy {
 }
 
 /**
+ * KEEPALIVE_PING_MS and KEEPALIVE_TIMEOUT_MS: while a call or stream is open (a standby always
+ * has its watch stream), the client sends an HTTP/2 PING this long after the last one was
+ * answered, and drops the connection when one goes unanswered for the timeout. The server
+ * answers pings in its HTTP/2 layer — they are no gRPC requests — and allows one every 5 s
+ * (etcd's --grpc-keepalive-min-time). This is how a watch stream that died without a word (a
+ * crashed host, a dropped NAT entry) is found within 15 s: the broken stream then makes every
+ * lock watch read again and wake its listeners (watch-hub.ts, lock-watch.ts).
+ */
+const KEEPALIVE_PING_MS = 10_000;
+const KEEPALIVE_TIMEOUT_MS = 5_000;
+
+/**
  * createClient builds the etcd3 client for a URL. etcd3's defaults retry a failed call three
  * times and then open a circuit breaker for five seconds; both would stretch a failure past the
  * elector's renew deadline and delay recovery after a restart. Here a call fails after its own
  * deadline, and is retried at once only on another endpoint (see hostPolicy for when a missed
- * deadline also replaces the connection).
+ * deadline also replaces the connection). Connections are pinged (KEEPALIVE_PING_MS).
  */
 export function createClient(connection: EtcdConnection, callTimeoutMs: number): Etcd3 {
   return new Etcd3({
     hosts: [...connection.hosts],
+    grpcOptions: { 'grpc.keepalive_time_ms': KEEPALIVE_PING_MS, 'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS },
     auth: connection.auth && { ...connection.auth, callOptions: () => ({ deadline: Date.now() + callTimeoutMs }) },
     dialTimeout: callTimeoutMs,
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),

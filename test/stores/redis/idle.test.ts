@@ -20,6 +20,25 @@ after(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** until polls `check` until it holds, failing after `ms`. */
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** within fails, naming `what`, if `p` takes longer than `ms`. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const timing = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 250 };
 
 /** clientAddrs lists the addresses (ip:port) of the server's clients. */
@@ -46,16 +65,20 @@ describe('redis: idle standby', () => {
   it('a standby whose feed is live sends nothing over four lease durations while a leader renews', async () => {
     const lock = `idle-${process.pid}`;
     const before = await clientAddrs();
-    const leaderStore = await new RedisStore({ url: server.url }).verify();
+    const leaderStore = new RedisStore({ url: server.url });
     const leader = new LeaderElector({ store: leaderStore, lock, identity: 'leader', ...timing });
-    leader.start();
-    await leader.elected();
-    const leaderAddrs = [...(await clientAddrs())].filter((a) => !before.has(a));
-    const standbyStore = await new RedisStore({ url: server.url }).verify();
-    const standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing });
+    let standbyStore: RedisStore | undefined;
+    let standby: LeaderElector | undefined;
     try {
-      standby.start();
-      while (!(standbyStore.watchLive && standby.leader()?.holder === 'leader')) await sleep(20);
+      await leaderStore.verify();
+      leader.start();
+      await within(leader.elected(), 10_000, 'the leader');
+      // The standby's connections are the ones that appear after the leader's.
+      const leaderAddrs = [...(await clientAddrs())].filter((a) => !before.has(a));
+      standbyStore = await new RedisStore({ url: server.url }).verify();
+      standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing }).start();
+      const [st, sb] = [standbyStore, standby];
+      await until(() => st.watchLive && sb.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       assert.equal(standbyStore.watchSeesExpiry, true, 'the test server publishes expired events');
       // Start-up is not idle: the standby read before its subscription was confirmed, so it looks
       // once more, within one jittered retry period, and then waits on the feed alone.
@@ -82,11 +105,11 @@ describe('redis: idle standby', () => {
       assert.equal(standby.isLeader(), false);
       // Still awake: the leader's release reaches the standby through the feed alone.
       await leader.stop();
-      await standby.elected();
+      await within(standby.elected(), timing.leaseDurationMs * 2, 'the standby after the release');
     } finally {
-      await standby.stop();
+      await standby?.stop();
       await leader.stop();
-      await standbyStore.close();
+      await standbyStore?.close();
       await leaderStore.close();
     }
   });

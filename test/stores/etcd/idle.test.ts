@@ -1,0 +1,102 @@
+/**
+ * Idle load on etcd: while a leader holds the lock and renews, a queued standby whose lock
+ * watch is live makes no read, no campaign and no watch request over several lease durations.
+ * What it still sends is its queue entry's lease keepalive — a place in etcd's election queue
+ * lives only by its lease, as in etcd's own `concurrency.Election` (docs/PERFORMANCE.md).
+ *
+ * Counted by the server: `/metrics` `grpc_server_msg_received_total` per gRPC method (a unary
+ * call is one message, so is every message on a stream; the HTTP/2 PINGs that check the
+ * connection are not gRPC messages). The counter cannot tell clients apart, so the window runs
+ * from just after one leader renewal to just after the n-th, and the leader's own share — one
+ * keepalive and one txn per renewal — is taken off.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaderElector } from '../../../src/core/elector.js';
+import { EtcdStore } from '../../../src/stores/etcd/index.js';
+import { EtcdServer } from '../../../infra/servers/index.js';
+
+const server = await new EtcdServer().start();
+after(() => server.stop());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** until polls `check` until it holds, failing after `ms`. */
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** within fails, naming `what`, if `p` takes longer than `ms`. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+const timing = { leaseDurationMs: 2_000, renewDeadlineMs: 1_200, retryPeriodMs: 500 };
+
+/** received reads the server's gRPC messages received so far, per method. */
+async function received(): Promise<Map<string, number>> {
+  const text = await (await fetch(`${server.endpoint}/metrics`)).text();
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^grpc_server_msg_received_total\{[^}]*grpc_method="([^"]+)"[^}]*\} (\S+)$/gm)) {
+    counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + Number(m[2]));
+  }
+  return counts;
+}
+
+describe('etcd: idle standby', () => {
+  it('a queued standby sends nothing but its queue entry’s keepalive over four lease durations while a leader renews', async () => {
+    const lock = `idle-${process.pid}`;
+    const leaderStore = EtcdStore.fromUrl(server.url);
+    const standbyStore = EtcdStore.fromUrl(server.url);
+    const leader = new LeaderElector({ store: leaderStore, lock, identity: 'leader', ...timing });
+    const standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing });
+    try {
+      leader.start();
+      await within(leader.elected(), 10_000, 'the leader');
+      standby.start();
+      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await sleep(500); // start-up (campaign, watch set-up) is not idle
+      // A leader that stepped down (a loaded machine) renews no more: that fails, never hangs.
+      const renewed = () => within(new Promise<void>((resolve) => leader.once('renewed', () => resolve())), timing.renewDeadlineMs * 2, 'a renewal');
+      await renewed();
+      const a = await received();
+      const t0 = performance.now();
+      let renewals = 0;
+      while (performance.now() - t0 < timing.leaseDurationMs * 4) {
+        await renewed();
+        renewals++;
+      }
+      const b = await received();
+      const seconds = (performance.now() - t0) / 1000;
+      const standbySent: Record<string, number> = {};
+      for (const [method, n] of b) {
+        const leaderShare = method === 'LeaseKeepAlive' || method === 'Txn' ? renewals : 0;
+        const d = n - (a.get(method) ?? 0) - leaderShare;
+        if (d !== 0) standbySent[method] = d;
+      }
+      const { LeaseKeepAlive: keepalives = 0, ...rest } = standbySent;
+      assert.deepEqual(rest, {}, `the idle standby made no read, campaign or watch request (${renewals} leader renewals in ${seconds.toFixed(1)} s)`);
+      // Its entry's lease (TTL = the 2 s lease) is kept alive every third of a TTL, and no oftener.
+      const entryTtlS = Math.ceil(timing.leaseDurationMs / 1000);
+      assert.ok(keepalives <= Math.ceil(seconds / (entryTtlS / 3)) + 1, `${keepalives} keepalives in ${seconds.toFixed(1)} s`);
+      assert.equal(standby.isLeader(), false);
+      // Still awake: the leader's release reaches the standby through its watch alone.
+      await leader.stop();
+      await within(standby.elected(), timing.leaseDurationMs * 2, 'the standby after the release');
+    } finally {
+      await standby.stop();
+      await leader.stop();
+      await standbyStore.close();
+      await leaderStore.close();
+    }
+  });
+});
