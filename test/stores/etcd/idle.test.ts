@@ -65,8 +65,9 @@ describe('etcd: idle standby', () => {
       standby.start();
       await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       await sleep(500); // start-up (campaign, watch set-up) is not idle
-      // A leader that stepped down (a loaded machine) renews no more: that fails, never hangs.
-      const renewed = () => within(new Promise<void>((resolve) => leader.once('renewed', () => resolve())), timing.renewDeadlineMs * 2, 'a renewal');
+      // A leader that stepped down (a badly loaded machine) renews no more: that fails, never
+      // hangs. The bound is slack: a renewal late by seconds is the machine, not the standby.
+      const renewed = () => within(new Promise<void>((resolve) => leader.once('renewed', () => resolve())), 10_000, 'a leader renewal');
       await renewed();
       const a = await received();
       const t0 = performance.now();
