@@ -208,12 +208,11 @@ export interface LeaseStore {
   watch?(lock: string, listener: WatchListener): () => void;
   /**
    * watchLive tells whether `watch` hears changes right now. A store whose change feed can drop
-   * (a LISTEN session, a subscriber connection) reports false while it reconnects (Redis: also
-   * until a newly watched lock's subscription is confirmed, so a read made meanwhile is followed
-   * by another), and calls
+   * (a LISTEN session, a subscriber connection) reports false while it reconnects, and calls
    * its listeners once with `undefined` when the feed goes down, so a standby sleeping until an
-   * expiry wakes up; the elector then polls every retry period until the feed is back. Absent
-   * means always live.
+   * expiry wakes up; the elector then polls every retry period until the feed is back. (Redis
+   * also reports false until a newly watched lock's subscription is confirmed, so a read made
+   * before it is followed by one after.) Absent means always live.
    */
   readonly watchLive?: boolean;
   /**
