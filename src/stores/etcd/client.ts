@@ -74,11 +74,15 @@ function hostPolicy(callTimeoutMs: number): Policy {
  * answered, and drops the connection when one goes unanswered for the timeout. The server
  * answers pings in its HTTP/2 layer — they are no gRPC requests — and allows one every 5 s
  * (etcd's --grpc-keepalive-min-time). This is how a watch stream that died without a word (a
- * crashed host, a dropped NAT entry) is found within 15 s: the broken stream then makes every
- * lock watch read again and wake its listeners (watch-hub.ts, lock-watch.ts).
+ * crashed host, a dropped NAT entry) is found within 20 s: the broken stream then makes every
+ * lock watch read again and wake its listeners (watch-hub.ts, lock-watch.ts). The timeout is
+ * long on purpose: the answer is read on the event loop, so a process stalled longer than the
+ * timeout drops a healthy connection — and with it every call, keepalive and watch of the
+ * handle (see hostPolicy for why that is costly). A stall that long already outlasts the
+ * default renew deadline (10 s).
  */
 const KEEPALIVE_PING_MS = 10_000;
-const KEEPALIVE_TIMEOUT_MS = 5_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
 
 /**
  * createClient builds the etcd3 client for a URL. etcd3's defaults retry a failed call three
