@@ -12,6 +12,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { EtcdStore } from '../../../src/stores/etcd/index.js';
 import { EtcdServer } from '../../../infra/servers/index.js';
@@ -50,6 +51,38 @@ async function received(): Promise<Map<string, number>> {
     counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + Number(m[2]));
   }
   return counts;
+}
+
+/**
+ * SilentProxy forwards to the server; `silence()` makes every connection open so far go quiet
+ * for good — nothing forwarded either way, no reset, no close — as when a host or a middlebox
+ * dies mid-connection, while new connections pass again (the network is back).
+ */
+class SilentProxy {
+  port = 0;
+  private server?: Server;
+  private readonly open = new Set<Socket>();
+  async listen(targetPort: number): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect({ host: '127.0.0.1', port: targetPort });
+      client.on('data', (chunk) => upstream.write(chunk));
+      upstream.on('data', (chunk) => client.write(chunk));
+      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+        a.on('error', () => b.destroy());
+        a.on('close', () => b.destroy());
+        this.open.add(a);
+      }
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+  silence(): void {
+    for (const s of this.open) s.pause();
+    this.open.clear();
+  }
+  close(): void {
+    this.server?.close();
+  }
 }
 
 describe('etcd: idle standby', () => {
@@ -98,6 +131,39 @@ describe('etcd: idle standby', () => {
       await leader.stop();
       await standbyStore.close();
       await leaderStore.close();
+    }
+  });
+
+  it('a standby whose connection dies without a word still takes over after a release: the ping finds the dead connection', async () => {
+    const proxy = new SilentProxy();
+    await proxy.listen(server.port);
+    const lock = `silent-${process.pid}`;
+    const leaderStore = EtcdStore.fromUrl(server.url);
+    const standbyStore = EtcdStore.fromUrl(`etcd://127.0.0.1:${proxy.port}`);
+    const leader = new LeaderElector({ store: leaderStore, lock, identity: 'leader', ...timing }).on('storeError', () => {});
+    const standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing }).on('storeError', () => {});
+    try {
+      leader.start();
+      await within(leader.elected(), 10_000, 'the leader');
+      standby.start();
+      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await sleep(500);
+      proxy.silence();
+      const releasedAt = performance.now();
+      await leader.stop();
+      // Its watch hears nothing and it sets no timer; the connection's ping goes unanswered
+      // (10 s after the last answer, 10 s to answer: client.ts), the broken watch stream makes
+      // the lock watch read again over a new connection, and it finds its entry at the front.
+      // Its queue entry lives on meanwhile only if a keepalive got through: it may queue again.
+      await within(standby.elected(), 40_000, 'the standby after the release, despite its dead connection');
+      const tookS = (performance.now() - releasedAt) / 1000;
+      assert.ok(tookS > 1, `it did not hear the release through the dead connection (${tookS.toFixed(1)} s)`);
+    } finally {
+      await standby.stop();
+      await leader.stop();
+      await standbyStore.close();
+      await leaderStore.close();
+      proxy.close();
     }
   });
 });
