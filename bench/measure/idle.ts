@@ -65,7 +65,10 @@ async function idleOne(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
       BENCH_CANDIDATE: JSON.stringify({ storeUrl: standbyUrl, lock, identity: 'idle-standby', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }),
     });
     await child.seen((e) => e.ev === 'leader' && e.holder === 'idle-leader', 60_000, 'a sight of the leader');
-    await sleep(1000); // start-up traffic (connect, subscribe, first read) is not idle load
+    // Start-up traffic (connect, subscribe, first read) is not idle load. A standby whose first
+    // read came before its subscription was confirmed (Redis) reads once more, within one
+    // jittered retry period (2 s × (1 + 1.2) at most), and only then waits on its feed alone.
+    await sleep(2_000 * 2.2 + 1000);
     const fromChild = (c: BenchChild) => async (): Promise<Counted> => {
       const pending = c.next((e) => e.ev === 'counts', 10_000, 'counts');
       c.send('counts');

@@ -35,9 +35,9 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  *    leaseDuration > start + renewDeadline: the leader has stopped (signal aborted, `stopped`
  *    emitted) before anyone else can acquire. A write answered after its own deadline is never
  *    led on.
- * 5. (waitForChange) Standbys on watchable stores sleep until the observed expiry and are woken
- *    by changes; on other stores, and while a store's change feed is down, they poll every
- *    retryPeriod with jitter.
+ * 5. (waitForChange) Standbys on watchable stores sleep until the observed expiry (with no timer
+ *    where the live feed reports the server's removals) and are woken by changes; on other
+ *    stores, and while a store's change feed is down, they poll every retryPeriod with jitter.
  *
  * Events: `elected` {term, signal}, `stopped` {term, reason} (always after `elected`), `leader`
  * {holder, term, isSelf} for every change seen, `renewed`, and `storeError` (never thrown at the
@@ -257,12 +257,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         // 2. The server removes an expired record; a live one is never taken over. Renewals there
         // may keep the revision (etcd keepalives), so once the record outlives the wait, count
         // the next look from now — never re-read in a loop.
-        let waitMs = this.observed!.atMs + record.leaseDurationMs + this.timing.retryPeriodMs - now;
-        if (waitMs <= 0) {
-          this.observed!.atMs = now;
-          waitMs = record.leaseDurationMs + this.timing.retryPeriodMs;
-        }
-        return this.waitForChange(waitMs);
+        const lookMs = record.leaseDurationMs + this.timing.retryPeriodMs;
+        if (now - this.observed!.atMs >= lookMs) this.observed!.atMs = now;
+        return this.waitForChange(this.observed!.atMs + lookMs - now, true);
       } else {
         // 2. Expired by our own observation only: the revision unchanged for leaseDuration.
         const expiresAt = this.observed!.atMs + record.leaseDurationMs;
@@ -285,7 +282,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /**
    * One campaign step on a queue store: enqueue (or keep our place) and lead if at the front. The
-   * store wakes us when our entry reaches the front; meanwhile we look again after the front's lease.
+   * store wakes us when our entry reaches the front; we look again after the front's lease too,
+   * unless we wait behind a visible leader and the store's live feed reports removals.
    */
   private async campaignInQueue(queue: LeaseQueue): Promise<void> {
     this.notified = NOTHING;
@@ -295,7 +293,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (result.ok) return this.accept(result.record, startMs);
     if (this.state !== 'running') return;
     if (result.current !== undefined) this.observe(result.current);
-    this.waitForChange((result.current?.leaseDurationMs ?? this.timing.leaseDurationMs) + this.timing.retryPeriodMs);
+    this.waitForChange((result.current?.leaseDurationMs ?? this.timing.leaseDurationMs) + this.timing.retryPeriodMs, !!result.current);
   }
 
   /**
@@ -453,9 +451,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   /** waitForChange sleeps until `ms` from now, or the next notification, or the next poll. */
-  private waitForChange(ms: number): void {
-    // 5. A feed that is down hears nothing: poll as on a store without watch until it is back.
+  private waitForChange(ms: number, untilRemoved = false): void {
+    // 5. A feed that is down hears nothing: poll as on a store without watch until it is back. A
+    // live one that reports removals needs no timer to hear of one (safe: docs/PERFORMANCE.md).
     const notifying = !!this.unwatch && this.store.watchLive !== false;
+    if (notifying && untilRemoved && this.store.watchSeesExpiry) return this.loop.clear();
     this.loop.schedule(notifying ? ms : Math.min(ms, this.jittered()));
   }
 

@@ -213,10 +213,18 @@ export interface LeaseStore {
    * watchLive tells whether `watch` hears changes right now. A store whose change feed can drop
    * (a LISTEN session, a subscriber connection) reports false while it reconnects, and calls
    * its listeners once with `undefined` when the feed goes down, so a standby sleeping until an
-   * expiry wakes up; the elector then polls every retry period until the feed is back. Absent
-   * means always live.
+   * expiry wakes up; the elector then polls every retry period until the feed is back. (Redis
+   * also reports false until a newly watched lock's subscription is confirmed, so a read made
+   * before it is followed by one after.) Absent means always live.
    */
   readonly watchLive?: boolean;
+  /**
+   * watchSeesExpiry (stores with `serverExpiry`) tells whether, while `watchLive`, `watch` also
+   * reports records the server removed on its own timer, and a queue store's entry reaching the
+   * front. A standby then waits for the notification with no timer of its own: an idle standby
+   * sends nothing. Absent or false: it reads again a retry period after the expiry it computed.
+   */
+  readonly watchSeesExpiry?: boolean;
   /** Lists all records (optional). */
   list?(): Promise<LeaseRecord[]>;
   /** Durable entries for job ledgers (optional). */

@@ -69,15 +69,32 @@ function hostPolicy(callTimeoutMs: number): Policy {
 }
 
 /**
+ * KEEPALIVE_PING_MS and KEEPALIVE_TIMEOUT_MS: while a call or stream is open (a standby always
+ * has its watch stream), the client sends an HTTP/2 PING this long after the last one was
+ * answered, and drops the connection when one goes unanswered for the timeout. The server
+ * answers pings in its HTTP/2 layer — they are no gRPC requests — and allows one every 5 s
+ * (etcd's --grpc-keepalive-min-time). This is how a watch stream that died without a word (a
+ * crashed host, a dropped NAT entry) is found within 20 s: the broken stream then makes every
+ * lock watch read again and wake its listeners (watch-hub.ts, lock-watch.ts). The timeout is
+ * long on purpose: the answer is read on the event loop, so a process stalled longer than the
+ * timeout drops a healthy connection — and with it every call, keepalive and watch of the
+ * handle (see hostPolicy for why that is costly). A stall that long already outlasts the
+ * default renew deadline (10 s).
+ */
+const KEEPALIVE_PING_MS = 10_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
+
+/**
  * createClient builds the etcd3 client for a URL. etcd3's defaults retry a failed call three
  * times and then open a circuit breaker for five seconds; both would stretch a failure past the
  * elector's renew deadline and delay recovery after a restart. Here a call fails after its own
  * deadline, and is retried at once only on another endpoint (see hostPolicy for when a missed
- * deadline also replaces the connection).
+ * deadline also replaces the connection). Connections are pinged (KEEPALIVE_PING_MS).
  */
 export function createClient(connection: EtcdConnection, callTimeoutMs: number): Etcd3 {
   return new Etcd3({
     hosts: [...connection.hosts],
+    grpcOptions: { 'grpc.keepalive_time_ms': KEEPALIVE_PING_MS, 'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS },
     auth: connection.auth && { ...connection.auth, callOptions: () => ({ deadline: Date.now() + callTimeoutMs }) },
     dialTimeout: callTimeoutMs,
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),

@@ -55,6 +55,12 @@ const WATCH_READS_IN_FLIGHT = 64;
 export class EtcdStore implements LeaseStore {
   readonly kind = 'etcd';
   readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: true, leaseGranularityMs: 1000 });
+  /**
+   * watchSeesExpiry: a lock watch hears the leader key's deletion, whether by release or by its
+   * lease's expiry, and wakes a queued candidate once it is at the front (LockWatch): standbys
+   * send nothing while they wait. A lost watch is read again and re-made by the LockWatch itself.
+   */
+  readonly watchSeesExpiry = true;
   /** queue: etcd's election is a queue (see Election): candidates campaign here, `write` never acquires. */
   readonly queue: LeaseQueue;
   readonly ledger: EtcdLedger;
@@ -88,7 +94,7 @@ export class EtcdStore implements LeaseStore {
     this.registry = new CandidateRegistry(
       this.keepalive,
       (lock) => this.watches.has(lock),
-      (c) => this.watches.get(c.lock)?.refresh(),
+      (c) => this.watches.get(c.lock)?.entryLost(),
     );
     this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock, seen) => this.watches.get(lock)?.refresh(seen));
     this.hub = new WatchHub(this.rpc);

@@ -107,6 +107,16 @@ export class LockWatch {
       });
   }
 
+  /**
+   * entryLost: one of this handle's queued candidates of the lock lost its entry (its lease was
+   * gone). Its elector waits for the front with no timer (the store's watchSeesExpiry), so it is
+   * woken after the read, as after a lost watch, to queue again.
+   */
+  entryLost(): void {
+    this.missed = true;
+    this.refresh();
+  }
+
   /** lost notes that changes may have been missed and reads again after a backoff. */
   private lost(): void {
     this.missed = true;

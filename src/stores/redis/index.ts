@@ -21,8 +21,9 @@
  *
  * The server expires a lease key PX milliseconds after the write that set it, on its own clock,
  * so `capabilities.serverExpiry` is true: electors never take over a live record. A renewal
- * changes the revision but publishes nothing; standbys learn of expiry from keyspace events or
- * from their own re-read at the expiry they computed (watcher.ts).
+ * changes the revision but publishes nothing; standbys learn of expiry from keyspace events
+ * (and then send nothing while they wait) or, without them, from their own re-read at the
+ * expiry they computed (watcher.ts).
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
@@ -33,7 +34,7 @@ import { LEASE_FIELDS, decodeHash, decodeWriteReply, encodeData } from './codec.
 import { RedisLedger, byCodeUnit, globEscape } from './ledger.js';
 import { DEFAULT_PREFIX, DEFAULT_TIMEOUT_MS, checkPrefix, clientOptions, parseRedisUrl, reconnectDelay } from './options.js';
 import { LuaScript, WRITE_LUA, type ScriptCall } from './scripts.js';
-import { RedisWatcher, type ExpiryEvents } from './watcher.js';
+import { RedisWatcher, SUBSCRIBER_KEEPALIVE_MS, type ExpiryEvents } from './watcher.js';
 
 const require = createRequire(import.meta.url);
 const writeScript = new LuaScript(WRITE_LUA);
@@ -108,6 +109,7 @@ export class RedisStore implements LeaseStore {
           autoResendUnfulfilledCommands: false,
           commandTimeout: this.timeoutMs,
           retryStrategy: reconnectDelay,
+          keepAlive: SUBSCRIBER_KEEPALIVE_MS,
           connectionName: 'baton-watch',
         }),
       channelOf: (lock) => this.key(lock, 'events'),
@@ -150,6 +152,14 @@ export class RedisStore implements LeaseStore {
   /** watchLive: false while the subscriber connection is down; see LeaseStore.watchLive. */
   get watchLive(): boolean {
     return this.watcher.live;
+  }
+
+  /**
+   * watchSeesExpiry: the server was seen publishing `expired` events (see LeaseStore): standbys
+   * then wait for the feed alone. Unknown (CONFIG refused) or off, they read at the expiry.
+   */
+  get watchSeesExpiry(): boolean {
+    return this.watcher.expiryEvents === 'enabled';
   }
 
   /** expiryEvents tells whether watchers hear of expiries from the server (known once watching). */

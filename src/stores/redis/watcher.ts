@@ -2,6 +2,12 @@ import type { Redis } from 'ioredis';
 import type { LeaseRecord, WatchListener } from '../../core/store.js';
 import { decodeMessage } from './codec.js';
 
+/**
+ * SUBSCRIBER_KEEPALIVE_MS is the TCP keepalive delay of the subscriber connection: a quiet
+ * connection that died silently is found about 10 s after it (see RedisWatcher).
+ */
+export const SUBSCRIBER_KEEPALIVE_MS = 5_000;
+
 /** ExpiryEvents says whether the server publishes `expired` keyspace events (best effort). */
 export type ExpiryEvents = 'enabled' | 'disabled' | 'unknown';
 
@@ -25,9 +31,15 @@ export interface WatcherDeps {
  * - the per-lock channel carries every acquisition, holder change, step-down flag and release,
  *   with the new record (or null), so a listener needs no read;
  * - `__keyevent@<db>__:expired` names lease keys the server expired, reported as null. It is
- *   subscribed unless `CONFIG GET notify-keyspace-events` shows expired events are off; without
- *   them standbys wake at the expiry they computed themselves (the elector schedules that
- *   re-read for stores with server expiry).
+ *   subscribed unless `CONFIG GET notify-keyspace-events` shows expired events are off; only
+ *   when it shows them on (`expiryEvents` 'enabled') do standbys rely on it alone and send
+ *   nothing while they wait; otherwise they read again at the expiry they computed.
+ *
+ * Nothing is lost on a live connection: Redis writes each message to the subscriber's socket
+ * or, past its output-buffer limit, closes the connection. A connection that dies without a
+ * word (a crashed host, a dropped NAT entry) is found by TCP keepalive — probes answered by the
+ * server's kernel, never by Redis — after SUBSCRIBER_KEEPALIVE_MS of silence plus ten probes
+ * a second apart (libuv's settings), and then counts as dropped.
  *
  * When the connection drops every listener is called with `undefined` and `live` turns false
  * (standbys poll meanwhile); after the reconnect every channel is subscribed again and every
@@ -39,6 +51,8 @@ export class RedisWatcher {
   private readonly locksByChannel = new Map<string, string>();
   private everReady = false;
   private subscribed = false;
+  /** SUBSCRIBE commands sent for new channels and not answered yet. */
+  private pending = 0;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   /** What the last check of `notify-keyspace-events` found. */
@@ -55,8 +69,15 @@ export class RedisWatcher {
       const channel = this.deps.channelOf(lock);
       this.locksByChannel.set(channel, lock);
       const sub = this.subscriber();
-      // Not ready yet: onReady subscribes every channel once the connection is up.
-      if (sub.status === 'ready') sub.subscribe(channel).catch((err) => this.onSubscribeFailure(err));
+      // Not ready yet: onReady subscribes every channel once the connection is up. Until the
+      // server confirms, `live` is false: a read made meanwhile may come before the subscription.
+      if (sub.status === 'ready') {
+        this.pending++;
+        sub
+          .subscribe(channel)
+          .catch((err) => this.onSubscribeFailure(err))
+          .finally(() => this.pending--);
+      }
     }
     set.add(listener);
     let active = true;
@@ -67,9 +88,12 @@ export class RedisWatcher {
     };
   }
 
-  /** live tells whether the subscriber connection is up and subscribed (LeaseStore.watchLive). */
+  /**
+   * live tells whether the subscriber connection is up and every channel's subscription confirmed
+   * (LeaseStore.watchLive).
+   */
   get live(): boolean {
-    return this.subscribed && !this.closed;
+    return this.subscribed && this.pending === 0 && !this.closed;
   }
 
   /** Number of locks being watched (for tests and diagnostics). */
