@@ -8,7 +8,7 @@ import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason } from './elector-events.js';
-import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
+import { acquisitionWrite, releaseWrite } from './lease-writes.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
@@ -348,7 +348,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const startMs = this.clock.monotonicMs();
     let result: WriteResult;
     try {
-      const sent = sendRenewal(this.store, { lock: this.lock, expected: l.record.revision, next: renewalWrite(l.record, this.clock.wallMs()) });
+      const sent = sendRenewal(this.store, this.lock, l.record, this.clock.wallMs());
       l.cancelRenewal = sent.cancel;
       result = await sent.result;
     } catch (err) {

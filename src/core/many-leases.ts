@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from './clock.js';
 import { batcherFor } from './batcher.js';
-import type { LeaseStore, RenewRequest, WriteResult } from './store.js';
+import type { LeaseRecord, LeaseStore, WriteResult } from './store.js';
 
 /**
  * The elector's speed-ups for a process that holds many leases (the bench holds 10,000 through
@@ -55,15 +55,11 @@ export class DeadlineTimer {
 }
 
 /**
- * sendRenewal hands a renewal to the store's shared batcher. It has no timer of its own:
- * `cancel` rejects it (the leadership's deadline timer calls it), so a renewal still waiting
- * on the store never holds an elector past its deadline.
+ * sendRenewal hands a renewal of `record` to the store's shared batcher. It has no timer of its
+ * own: `cancel` rejects it (the leadership's deadline timer calls it), so a renewal still
+ * waiting on the store never holds an elector past its deadline.
  */
-export function sendRenewal(store: LeaseStore, req: RenewRequest): { result: Promise<WriteResult>; cancel: (err: Error) => void } {
-  let cancel: (err: Error) => void = () => {};
-  const result = new Promise<WriteResult>((resolve, reject) => {
-    cancel = reject;
-    batcherFor(store).renew(req).then(resolve, reject);
-  });
-  return { result, cancel };
+export function sendRenewal(store: LeaseStore, lock: string, record: LeaseRecord, wallMs: number): { result: Promise<WriteResult>; cancel: (err: Error) => void } {
+  const p = batcherFor(store).renew(lock, record, wallMs);
+  return { result: p.result, cancel: p.reject };
 }
