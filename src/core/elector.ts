@@ -329,7 +329,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.stepDownAsked = undefined;
     this.observe(record);
     this.emit('elected', { term: l.term, signal: l.controller.signal });
-    this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
+    this.loop.scheduleAt(renewalDueMs(startMs, this.timing.retryPeriodMs));
   }
 
   /** deadlinePassed ends a leadership at its deadline (rule 4), and any renewal still waiting on the store. */
@@ -368,7 +368,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       l.renewStartMs = startMs;
       this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - startMs });
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      return this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
+      return this.loop.scheduleAt(renewalDueMs(startMs, this.timing.retryPeriodMs));
     }
     // The record changed under us. Still ours (someone set the step-down flag)? Adopt it.
     const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
