@@ -166,8 +166,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
    */
   leadershipWindow(): { term: number; renewStartMs: number; deadlineMs: number; othersMayAcquireMs: number } | undefined {
     const l = this.leading();
-    if (!l) return undefined;
-    return { term: l.term, renewStartMs: l.renewStartMs, deadlineMs: l.deadlineMs, othersMayAcquireMs: l.renewStartMs + this.timing.leaseDurationMs };
+    return l && { term: l.term, renewStartMs: l.renewStartMs, deadlineMs: l.deadlineMs, othersMayAcquireMs: l.renewStartMs + this.timing.leaseDurationMs };
   }
 
   /** leader is the last record this candidate saw: who leads, with which term. */
@@ -320,8 +319,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       // 4. The answer came back after the deadline this write would have given us: others may
       // already count the lease as expired. Never lead on it; free it if it is still ours.
       this.pendingRelease = record;
-      this.loop.again();
-      return;
+      return this.loop.again();
     }
     // 4. The deadline timer is armed before anyone hears of the leadership.
     const l = new Leadership(record, startMs, this.timing.renewDeadlineMs, this.clock, (x) => this.deadlinePassed(x));
@@ -348,9 +346,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const startMs = this.clock.monotonicMs();
     let result: WriteResult;
     try {
-      const sent = sendRenewal(this.store, this.lock, l.record, this.clock.wallMs());
-      l.cancelRenewal = sent.cancel;
-      result = await sent.result;
+      result = await sendRenewal(this.store, this.lock, l, this.clock.wallMs());
     } catch (err) {
       if (this.leadership !== l) return;
       this.reportError(err);
@@ -376,8 +372,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (current && current.holder === this.identity && current.term === l.term) {
       l.record = current;
       if (current.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      this.loop.again();
-      return;
+      return this.loop.again();
     }
     this.stepDown('lost');
     this.observe(current);

@@ -82,11 +82,12 @@ export class DeadlineTimer {
 }
 
 /**
- * sendRenewal hands a renewal of `record` to the store's shared batcher. It has no timer of its
- * own: `cancel` rejects it (the leadership's deadline timer calls it), so a renewal still
- * waiting on the store never holds an elector past its deadline.
+ * sendRenewal hands a renewal of `l.record` to the store's shared batcher and sets
+ * `l.cancelRenewal`. It has no timer of its own: the leadership's deadline timer cancels it, so a
+ * renewal still waiting on the store never holds an elector past its deadline.
  */
-export function sendRenewal(store: LeaseStore, lock: string, record: LeaseRecord, wallMs: number): { result: Promise<WriteResult>; cancel: (err: Error) => void } {
-  const p = batcherFor(store).renew(lock, record, wallMs);
-  return { result: p.result, cancel: p.reject };
+export function sendRenewal(store: LeaseStore, lock: string, l: { readonly record: LeaseRecord; cancelRenewal?: (err: Error) => void }, wallMs: number): Promise<WriteResult> {
+  const p = batcherFor(store).renew(lock, l.record, wallMs);
+  l.cancelRenewal = p.reject;
+  return p.result;
 }
