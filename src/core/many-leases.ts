@@ -46,12 +46,7 @@ export class DeadlineTimer {
   private handle?: TimerHandle;
   private sharedAtMs?: number;
   private readonly shared: SharedTimers;
-  private readonly wake = () => {
-    this.handle = undefined;
-    this.sharedAtMs = undefined;
-    if (this.clock.monotonicMs() < this.deadlineMs()) return this.arm();
-    this.onPassed();
-  };
+  private readonly wake: () => void;
 
   constructor(
     private readonly clock: Clock,
@@ -59,6 +54,13 @@ export class DeadlineTimer {
     private readonly onPassed: () => void,
   ) {
     this.shared = sharedTimers(clock);
+    // Not a class field (see ReconcileLoop's `wake`).
+    this.wake = () => {
+      this.handle = undefined;
+      this.sharedAtMs = undefined;
+      if (this.clock.monotonicMs() < this.deadlineMs()) return this.arm();
+      this.onPassed();
+    };
   }
 
   arm(): void {

@@ -13,12 +13,8 @@ export class ReconcileLoop {
   /** The shared instant this loop waits for, if it waits on one. */
   private sharedAtMs?: number;
   private readonly shared: SharedTimers;
-  /** Bound once: the callback every wake-up of this loop uses. */
-  private readonly wake = () => {
-    this.timer = undefined;
-    this.sharedAtMs = undefined;
-    this.kick();
-  };
+  /** The callback every wake-up of this loop uses, made once (in the constructor: see there). */
+  private readonly wake: () => void;
   private rerun = false;
   /** The run in flight, if any. */
   inFlight?: Promise<void>;
@@ -31,6 +27,14 @@ export class ReconcileLoop {
     private readonly onError: (err: unknown) => void,
   ) {
     this.shared = sharedTimers(clock);
+    // Assigned here rather than as a class field: a field's arrow function is named, and a
+    // transpiler that keeps names (tsx, esbuild) gives each one a property table (~250 bytes,
+    // 2.5 MB over 10,000 electors).
+    this.wake = () => {
+      this.timer = undefined;
+      this.sharedAtMs = undefined;
+      this.kick();
+    };
   }
 
   kick(): void {
