@@ -1,5 +1,5 @@
-import { renewalWrite, renewedRecord } from './lease-writes.js';
-import type { LeaseRecord, LeaseStore, RevisionRenewal, WriteResult } from './store.js';
+import { renewalWrite } from './lease-writes.js';
+import { renewedRecord, type LeaseRecord, type LeaseStore, type RevisionRenewal, type WriteResult } from './store.js';
 
 /**
  * PendingRenewal is one renewal waiting in a batcher: the record it renews and the promise its

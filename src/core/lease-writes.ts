@@ -1,7 +1,7 @@
 import type { HolderMetadata, LeaseRecord, LeaseWrite } from './store.js';
 
 /**
- * The three writes an elector sends, spelt out once (and the record a renewal-only write leaves): an acquisition (a new term), a renewal of
+ * The three writes an elector sends, spelt out once: an acquisition (a new term), a renewal of
  * a record as it is, and a release (no holder, same term).
  */
 
@@ -31,14 +31,6 @@ export function renewalWrite(record: LeaseRecord, wallMs: number): LeaseWrite {
     stepDownRequested: record.stepDownRequested,
     metadata: record.metadata,
   };
-}
-
-/**
- * renewedRecord is `record` after a renewal-only write (`renewRevisions`) gave it `revision`:
- * the same record with only renewedAt and the revision changed, as the store keeps it.
- */
-export function renewedRecord(record: LeaseRecord, wallMs: number, revision: string): LeaseRecord {
-  return Object.freeze({ ...record, renewedAt: Math.round(wallMs), revision });
 }
 
 /** releaseWrite frees `record`: no holder, no step-down flag, the term kept. */

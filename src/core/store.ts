@@ -130,6 +130,15 @@ export interface RevisionRenewal {
 }
 
 /**
+ * renewedRecord is `record` after a renewal-only write gave it `revision` at wall time `wallMs`:
+ * the same record with only renewedAt (whole ms, as stores keep it) and the revision changed.
+ * Callers of `renewRevisions` build the renewed record with it instead of reading it back.
+ */
+export function renewedRecord(record: LeaseRecord, wallMs: number, revision: string): LeaseRecord {
+  return Object.freeze({ ...record, renewedAt: Math.round(wallMs), revision });
+}
+
+/**
  * LedgerEntry is a small durable value that never expires, kept beside the leases for job
  * ledgers (cron slots, run-once outcomes). `version` changes on every write.
  */

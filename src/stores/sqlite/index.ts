@@ -25,22 +25,22 @@
 import { existsSync, mkdirSync, rmSync, rmdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
-import type {
-  Ledger,
-  LedgerEntry,
-  LedgerPutResult,
-  LeaseRecord,
-  LeaseStore,
-  LeaseWrite,
-  RenewRequest,
-  RevisionRenewal,
-  StoreCapabilities,
-  WatchListener,
-  WriteResult,
+import {
+  renewedRecord,
+  type Ledger,
+  type LedgerEntry,
+  type LedgerPutResult,
+  type LeaseRecord,
+  type LeaseStore,
+  type LeaseWrite,
+  type RenewRequest,
+  type RevisionRenewal,
+  type StoreCapabilities,
+  type WatchListener,
+  type WriteResult,
 } from '../../core/store.js';
 import { isBusy, openDatabase, type SqlDatabase, type SqlStatement } from './driver.js';
 import { metadataJson } from '../../core/metadata-json.js';
-import { renewedRecord } from '../../core/lease-writes.js';
 
 export interface SqliteStoreOptions {
   /** Safety-net poll for other processes' commits, in ms. Default 100. */
