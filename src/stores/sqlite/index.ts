@@ -236,17 +236,25 @@ export class SqliteStore implements LeaseStore {
   async renewRevisions(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
     if (items.length === 0) return [];
     const revisions = this.run(() => this.renewRevisionsTx(items));
-    if (this.watchers.size > 0) {
-      for (let i = 0; i < items.length; i++) {
-        const revision = revisions[i];
-        const w = revision ? this.watchers.get(items[i]!.lock) : undefined;
-        if (!w || !revision) continue;
-        // The record renewed is the one at `expected`: rebuild it from the last one delivered.
-        const last = w.lastRecord;
-        const record =
-          last && last.revision === items[i]!.expected ? renewedRecord(last, items[i]!.renewedAt, revision) : this.run(() => this.readNow(items[i]!.lock));
-        this.deliver(items[i]!.lock, record);
-      }
+    if (this.watchers.size === 0) return revisions;
+    // Listeners are called as deliver() calls them — later, never inside this call — but in one
+    // microtask for the whole batch rather than one each.
+    const calls: (WatchListener | LeaseRecord | null)[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const revision = revisions[i];
+      const w = revision ? this.watchers.get(items[i]!.lock) : undefined;
+      if (!w || !revision) continue;
+      // The record renewed is the one at `expected`: rebuild it from the last one delivered.
+      const last = w.lastRecord;
+      const record = last && last.revision === items[i]!.expected ? renewedRecord(last, items[i]!.renewedAt, revision) : this.run(() => this.readNow(items[i]!.lock));
+      w.lastRevision = record?.revision ?? null;
+      w.lastRecord = record;
+      for (const l of w.listeners) calls.push(l, record);
+    }
+    if (calls.length > 0) {
+      queueMicrotask(() => {
+        for (let k = 0; k < calls.length; k += 2) (calls[k] as WatchListener)(calls[k + 1] as LeaseRecord | null);
+      });
     }
     return revisions;
   }

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { LeaderElector } from '../../core/elector.js';
 import type { LeaseRecord, LeaseStore, RevisionRenewal } from '../../core/store.js';
 import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions } from './context.js';
 
@@ -82,6 +83,32 @@ export function renewRevisionsTests(o: ConformanceOptions): void {
       assert.equal(typeof revisions[0], 'string');
       assert.equal(revisions[1], null);
       assert.equal((await b.read(r!.lock))?.revision, revisions[0]);
+    });
+
+    it("a leader renewing this way keeps its lease: a standby on the same handle and one on another never take over", async () => {
+      // Electors renew through renewRevisions. Each renewal must change the revision a standby
+      // reads (or it counts the lease expired) and, on a server-expiry store, restart the
+      // server's timer (or the record vanishes). One standby shares the leader's handle.
+      const lease = Math.max(600, o.minLeaseMs ?? 600);
+      const timing = { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(lease / 8) };
+      const lock = uniqueLock('rrhold');
+      const make = (store: LeaseStore, identity: string) => new LeaderElector({ store, lock, identity, ...timing }).on('storeError', () => {});
+      const leader = make(a, 'alice');
+      leader.start();
+      await leader.elected();
+      const standbys = [make(a, 'bob'), make(b, 'carol')];
+      let takenOver = 0;
+      let lost = 0;
+      leader.on('stopped', () => lost++);
+      for (const s of standbys) s.on('elected', () => takenOver++).start();
+      await new Promise((r) => setTimeout(r, lease * 4));
+      try {
+        assert.equal(lost, 0, 'the leader lost its lease while renewing');
+        assert.equal(takenOver, 0, 'a standby took over a lease that was being renewed');
+        assert.equal(leader.isLeader(), true);
+      } finally {
+        await Promise.all([leader, ...standbys].map((e) => e.stop()));
+      }
     });
 
     it('keeps a step-down flag a renewal finds (the record is renewed as it is)', async () => {
