@@ -244,9 +244,15 @@ export class SqliteStore implements LeaseStore {
       const revision = revisions[i];
       const w = revision ? this.watchers.get(items[i]!.lock) : undefined;
       if (!w || !revision) continue;
-      // The record renewed is the one at `expected`: rebuild it from the last one delivered.
+      // The record renewed is the one at `expected`: rebuild it from the last one delivered, or
+      // read it. The renewals are committed: a failed read must not answer them as failed.
       const last = w.lastRecord;
-      const record = last && last.revision === items[i]!.expected ? renewedRecord(last, items[i]!.renewedAt, revision) : this.run(() => this.readNow(items[i]!.lock));
+      let record: LeaseRecord | null;
+      try {
+        record = last && last.revision === items[i]!.expected ? renewedRecord(last, items[i]!.renewedAt, revision) : this.readNow(items[i]!.lock);
+      } catch {
+        continue;
+      }
       w.lastRevision = record?.revision ?? null;
       w.lastRecord = record;
       for (const l of w.listeners) calls.push(l, record);
