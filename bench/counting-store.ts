@@ -5,7 +5,7 @@
  */
 import type { LeaseStore, RenewRequest } from '../src/core/store.js';
 
-/** StoreCalls counts calls by method; `renewItems` counts the leases carried by renewMany. */
+/** StoreCalls counts calls by method; `renewMany` counts renewRevisions calls too, `renewItems` the leases both carried. */
 export interface StoreCalls {
   read: number;
   write: number;
@@ -48,6 +48,15 @@ export function countingStore(inner: LeaseStore): CountingStore {
           calls.renewMany++;
           calls.renewItems += requests.length;
           return inner.renewMany!(requests);
+        }
+      : undefined,
+    // A renewal-only batch is one round trip carrying many renewals, like renewMany: it is
+    // counted as one, so round trips per cycle compare across the change.
+    renewRevisions: inner.renewRevisions
+      ? (items) => {
+          calls.renewMany++;
+          calls.renewItems += items.length;
+          return inner.renewRevisions!(items);
         }
       : undefined,
     watch: inner.watch

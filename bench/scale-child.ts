@@ -80,6 +80,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       calls: counted.snapshot(),
       statements: Object.fromEntries(sqliteStatementSnapshot()),
       storeErrors,
+      errorKinds: Object.fromEntries(errorKinds),
       renewals,
       lost,
       leading: electors.filter((e) => e.isLeader()).length,

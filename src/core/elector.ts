@@ -8,7 +8,7 @@ import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason, type StoppedEvent } from './elector-events.js';
-import { acquisitionWrite, releaseWrite, renewalWrite } from './lease-writes.js';
+import { acquisitionWrite, releaseWrite } from './lease-writes.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 
@@ -169,8 +169,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
    */
   leadershipWindow(): { term: number; renewStartMs: number; deadlineMs: number; othersMayAcquireMs: number } | undefined {
     const l = this.leading();
-    if (!l) return undefined;
-    return { term: l.term, renewStartMs: l.renewStartMs, deadlineMs: l.deadlineMs, othersMayAcquireMs: l.renewStartMs + this.timing.leaseDurationMs };
+    return l && { term: l.term, renewStartMs: l.renewStartMs, deadlineMs: l.deadlineMs, othersMayAcquireMs: l.renewStartMs + this.timing.leaseDurationMs };
   }
 
   /** leader is the last record this candidate saw: who leads, with which term. */
@@ -320,8 +319,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       // 4. The answer came back after the deadline this write would have given us: others may
       // already count the lease as expired. Never lead on it; free it if it is still ours.
       this.pendingRelease = record;
-      this.loop.again();
-      return;
+      return this.loop.again();
     }
     // 4. The deadline timer is armed before anyone hears of the leadership.
     const l = new Leadership(record, startMs, this.timing.renewDeadlineMs, this.clock, (x) => this.deadlinePassed(x));
@@ -338,7 +336,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     }
     if (this.deferredStop) this.emit('stopped', this.deferredStop);
     this.deferredStop = undefined;
-    this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
+    this.loop.scheduleAt(renewalDueMs(startMs, this.timing.retryPeriodMs));
   }
 
   /** deadlinePassed ends a leadership at its deadline (rule 4), and any renewal still waiting on the store. */
@@ -357,9 +355,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const startMs = this.clock.monotonicMs();
     let result: WriteResult;
     try {
-      const sent = sendRenewal(this.store, { lock: this.lock, expected: l.record.revision, next: renewalWrite(l.record, this.clock.wallMs()) });
-      l.cancelRenewal = sent.cancel;
-      result = await sent.result;
+      result = await sendRenewal(this.store, this.lock, l, this.clock.wallMs());
     } catch (err) {
       if (this.leadership !== l) return;
       this.reportError(err);
@@ -377,7 +373,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       l.renewStartMs = startMs;
       this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - startMs });
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      return this.loop.schedule(renewalDueMs(startMs, this.timing.retryPeriodMs) - this.clock.monotonicMs());
+      return this.loop.scheduleAt(renewalDueMs(startMs, this.timing.retryPeriodMs));
     }
     // Changed under us yet still ours (a step-down flag)? Adopt it. Refused at our own revision: lost (e.g. a broken blob lease).
     const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
@@ -385,8 +381,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (current && current.holder === this.identity && current.term === l.term && current.revision !== l.record.revision) {
       l.record = current;
       if (current.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      this.loop.again();
-      return;
+      return this.loop.again();
     }
     this.stepDown('lost');
     this.observe(current);

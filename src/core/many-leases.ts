@@ -1,6 +1,7 @@
 import type { Clock, TimerHandle } from './clock.js';
 import { batcherFor } from './batcher.js';
-import type { LeaseStore, RenewRequest, WriteResult } from './store.js';
+import { sharedTimers, type SharedTimers } from './shared-timers.js';
+import type { LeaseRecord, LeaseStore, WriteResult } from './store.js';
 
 /**
  * The elector's speed-ups for a process that holds many leases (the bench holds 10,000 through
@@ -10,7 +11,10 @@ import type { LeaseStore, RenewRequest, WriteResult } from './store.js';
  * - renewals come due on a grid shared by every elector of the process, so they fall in the
  *   same turn of the event loop and the batcher (batcher.ts) sends them in one round trip;
  * - each leadership has one deadline timer, re-armed lazily instead of replaced on every
- *   renewal (10,000 leases would otherwise churn 10,000 timers per period).
+ *   renewal (10,000 leases would otherwise churn 10,000 timers per period);
+ * - renewal and deadline wake-ups that fall on the same instant share one clock timer
+ *   (shared-timers.ts), so 10,000 leaders wait on a handful of timers, not 20,000;
+ * - a batch goes to the store as revisions only when it can take them (`renewRevisions`).
  */
 
 /**
@@ -26,44 +30,66 @@ export function renewalDueMs(startMs: number, periodMs: number): number {
 }
 
 /**
+ * DEADLINE_GRID_MS: deadline timers wake on this grid, rounded down. Leaderships renewed in one
+ * batch have deadlines microseconds apart; rounded, they share one timer (SharedTimers). Waking
+ * early is safe: the deadline is read again, and the last stretch is timed exactly.
+ */
+const DEADLINE_GRID_MS = 16;
+
+/**
  * DeadlineTimer calls `onPassed` once the deadline `deadlineMs()` reads has passed. A renewal
  * only ever moves the deadline later, so the timer is armed once and, when it fires before
- * the deadline it now reads, re-armed for the rest.
+ * the deadline it now reads, re-armed for the rest. It wakes on a shared timer at the grid
+ * instant before the deadline, then, within a grid step of it, on an exact timer of its own.
  */
 export class DeadlineTimer {
   private handle?: TimerHandle;
+  private sharedAtMs?: number;
+  private readonly shared: SharedTimers;
+  private readonly wake: () => void;
 
   constructor(
     private readonly clock: Clock,
     private readonly deadlineMs: () => number,
     private readonly onPassed: () => void,
-  ) {}
-
-  arm(): void {
-    if (this.handle) return;
-    this.handle = this.clock.setTimer(() => {
+  ) {
+    this.shared = sharedTimers(clock);
+    // Not a class field (see ReconcileLoop's `wake`).
+    this.wake = () => {
       this.handle = undefined;
+      this.sharedAtMs = undefined;
       if (this.clock.monotonicMs() < this.deadlineMs()) return this.arm();
       this.onPassed();
-    }, this.deadlineMs() - this.clock.monotonicMs());
+    };
+  }
+
+  arm(): void {
+    if (this.handle || this.sharedAtMs !== undefined) return;
+    const deadline = this.deadlineMs();
+    const atMs = Math.floor(deadline / DEADLINE_GRID_MS) * DEADLINE_GRID_MS;
+    if (atMs > this.clock.monotonicMs()) {
+      this.sharedAtMs = atMs;
+      this.shared.add(atMs, this.wake);
+    } else {
+      this.handle = this.clock.setTimer(this.wake, deadline - this.clock.monotonicMs());
+    }
   }
 
   clear(): void {
     if (this.handle) this.clock.clearTimer(this.handle);
     this.handle = undefined;
+    if (this.sharedAtMs !== undefined) this.shared.remove(this.sharedAtMs, this.wake);
+    this.sharedAtMs = undefined;
   }
 }
 
 /**
- * sendRenewal hands a renewal to the store's shared batcher. It has no timer of its own:
- * `cancel` rejects it (the leadership's deadline timer calls it), so a renewal still waiting
- * on the store never holds an elector past its deadline.
+ * sendRenewal hands a renewal of `l.record` to the store's shared batcher and sets
+ * `l.cancelRenewal`. It has no timer of its own: the leadership's deadline timer cancels it, so a
+ * renewal still waiting on the store never holds an elector past its deadline.
  */
-export function sendRenewal(store: LeaseStore, req: RenewRequest): { result: Promise<WriteResult>; cancel: (err: Error) => void } {
-  let cancel: (err: Error) => void = () => {};
-  const result = new Promise<WriteResult>((resolve, reject) => {
-    cancel = reject;
-    batcherFor(store).renew(req).then(resolve, reject);
-  });
-  return { result, cancel };
+export function sendRenewal(store: LeaseStore, lock: string, l: { readonly record: LeaseRecord; cancelRenewal?: (err: Error) => void }, wallMs: number): Promise<WriteResult> {
+  const p = batcherFor(store).renew(lock, l.record, wallMs);
+  l.cancelRenewal = p.reject;
+  return p.result;
 }

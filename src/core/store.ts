@@ -17,7 +17,7 @@
  *
  * ## Capabilities: presence is the capability
  * An optional member that is present is a capability — `watch`, `renewMany`, `list`, `ledger`,
- * `queue` — and callers test the member itself, never a flag. `capabilities` holds only facts
+ * `queue`, `renewRevisions` — and callers test the member itself, never a flag. `capabilities` holds only facts
  * that no member can show (`serverExpiry`, `leaseGranularityMs`).
  *
  * ## Atomicity
@@ -27,6 +27,9 @@
  *   when the lock is free. Nothing else may happen in between.
  * - `renewMany` (optional) is a batch of such writes sent in one round trip; each item succeeds
  *   or fails on its own, atomically.
+ * - `renewRevisions` (optional) is the renewal-only batch: each item is the same compare on its
+ *   own lock's revision, and on success changes only `renewedAt` and the revision. Revisions go
+ *   in and come out; no record is sent or returned, so nothing is encoded or parsed per lease.
  * - `queue.campaign` enqueues atomically: two candidates never both lead; a later entry is
  *   always behind an earlier one.
  *
@@ -113,6 +116,29 @@ export interface RenewRequest {
   lock: string;
   expected: string;
   next: LeaseWrite;
+}
+
+/**
+ * RevisionRenewal is one item of a renewal-only batch (`renewRevisions`): renew the lock's record
+ * exactly as it is at revision `expected`, with a fresh `renewedAt`.
+ */
+export interface RevisionRenewal {
+  readonly lock: string;
+  /** The revision of the record the caller holds: the renewal is a compare-and-set on it. */
+  readonly expected: string;
+  /** The new renewedAt, wall ms (informational). */
+  readonly renewedAt: number;
+  /** The record's own lease duration (stores with server expiry re-arm their timer with it). */
+  readonly leaseDurationMs: number;
+}
+
+/**
+ * renewedRecord is `record` after a renewal-only write gave it `revision` at wall time `wallMs`:
+ * the same record with only renewedAt (whole ms, as stores keep it) and the revision changed.
+ * Callers of `renewRevisions` build the renewed record with it instead of reading it back.
+ */
+export function renewedRecord(record: LeaseRecord, wallMs: number, revision: string): LeaseRecord {
+  return Object.freeze({ ...record, renewedAt: Math.round(wallMs), revision });
 }
 
 /**
@@ -207,6 +233,13 @@ export interface LeaseStore {
   write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult>;
   /** Batch renewal in one round trip (optional). */
   renewMany?(requests: readonly RenewRequest[]): Promise<WriteResult[]>;
+  /**
+   * Renewal-only batch in one round trip (optional; see "Atomicity"). Answers item by item: the
+   * record's new revision, or null when it is no longer at `expected` (a lost race: read it to
+   * learn why). A record renewed here is the one at `expected` with only renewedAt and revision
+   * changed, so the caller builds it itself. Items may carry more fields than RevisionRenewal.
+   */
+  renewRevisions?(items: readonly RevisionRenewal[]): Promise<(string | null)[]>;
   /** Watches one lock (optional: standbys then wait instead of polling). Returns an unsubscribe function. */
   watch?(lock: string, listener: WatchListener): () => void;
   /**

@@ -20,6 +20,7 @@ export class GatedStore implements LeaseStore {
   readonly kind: string;
   readonly capabilities: LeaseStore['capabilities'];
   readonly renewMany?: LeaseStore['renewMany'];
+  readonly renewRevisions?: LeaseStore['renewRevisions'];
   readonly watch?: LeaseStore['watch'];
   readonly list?: LeaseStore['list'];
   readonly ledger?: LeaseStore['ledger'];
@@ -36,6 +37,7 @@ export class GatedStore implements LeaseStore {
     this.kind = inner.kind;
     this.capabilities = inner.capabilities;
     if (inner.renewMany) this.renewMany = (requests) => inner.renewMany!(requests);
+    if (inner.renewRevisions) this.renewRevisions = (items) => inner.renewRevisions!(items);
     if (inner.list) this.list = () => inner.list!();
     this.ledger = inner.ledger;
     // On a queue store (etcd) an elector claims through `queue.campaign`: a campaign for a shard

@@ -56,6 +56,38 @@ return {1, rev, term, holder, step, data}
 `;
 
 /**
+ * RENEW_LUA renews many leases as they are, each on its own compare of the revision: the
+ * renewal-only batch (RedisStore.renewRevisions). Per lease it reads two fields, bumps the
+ * counter, rewrites `rev` and the `renewedAt` number inside `data` (a text substitution: the
+ * record is not decoded), and restarts the server's timer. Nothing is published, as for any
+ * plain renewal.
+ *
+ * KEYS: lease, counter of the first lease, lease, counter of the second, …
+ * ARGV: expected revision, renewedAt, ttl ms of the first lease, then of the second, …
+ * Returns one entry per lease: its new revision, or false (nil) when the lease is not at the
+ * expected revision (absent included).
+ */
+export const RENEW_LUA = `
+local out = {}
+for i = 1, #KEYS / 2 do
+  local lease, counter = KEYS[2 * i - 1], KEYS[2 * i]
+  local cur = redis.call('HMGET', lease, 'rev', 'step', 'data')
+  if cur[1] and cur[1] == ARGV[3 * i - 2] then
+    local rev = string.format('%d', redis.call('HINCRBY', counter, 'rev', 1))
+    -- The first "renewedAt" is the record's own: data is written with metadata last.
+    local data = string.gsub(cur[3] or '{}', '"renewedAt":[^,}]*', '"renewedAt":' .. ARGV[3 * i - 1], 1)
+    redis.call('HSET', lease, 'rev', rev, 'data', data)
+    -- As in WRITE_LUA: a lease whose step-down flag is set keeps the time it has left.
+    if cur[2] ~= '1' then redis.call('PEXPIRE', lease, ARGV[3 * i]) end
+    out[i] = rev
+  else
+    out[i] = false
+  end
+end
+return out
+`;
+
+/**
  * LEDGER_PUT_LUA is the ledger's compare-and-set. KEYS[1] entry hash; ARGV expected version
  * ('' = create-if-absent), value. Returns {1, value, version} or {0[, value, version]}.
  */

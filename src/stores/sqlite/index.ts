@@ -25,17 +25,19 @@
 import { existsSync, mkdirSync, rmSync, rmdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
-import type {
-  Ledger,
-  LedgerEntry,
-  LedgerPutResult,
-  LeaseRecord,
-  LeaseStore,
-  LeaseWrite,
-  RenewRequest,
-  StoreCapabilities,
-  WatchListener,
-  WriteResult,
+import {
+  renewedRecord,
+  type Ledger,
+  type LedgerEntry,
+  type LedgerPutResult,
+  type LeaseRecord,
+  type LeaseStore,
+  type LeaseWrite,
+  type RenewRequest,
+  type RevisionRenewal,
+  type StoreCapabilities,
+  type WatchListener,
+  type WriteResult,
 } from '../../core/store.js';
 import { isBusy, openDatabase, type SqlDatabase, type SqlStatement } from './driver.js';
 import { metadataJson } from '../../core/metadata-json.js';
@@ -67,9 +69,10 @@ export class SqliteStore implements LeaseStore {
   readonly path: string;
   readonly ledger: Ledger;
   private readonly db: SqlDatabase;
-  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'revisions' | 'dataVersion', SqlStatement>;
+  private readonly stmt: Record<'get' | 'counter' | 'bumpCounter' | 'upsert' | 'list' | 'revisions' | 'dataVersion' | 'renewCounters' | 'renewLeases', SqlStatement>;
   private readonly writeTx: (lock: string, expected: string | null, next: LeaseWrite) => WriteResult;
-  private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision: string | null }>();
+  /** Per watched lock: its listeners, and the last record delivered (undefined: only its revision is known). */
+  private readonly watchers = new Map<string, { listeners: Set<WatchListener>; lastRevision: string | null; lastRecord?: LeaseRecord | null }>();
   private dirWatcher?: FSWatcher;
   private pollTimer?: NodeJS.Timeout;
   private dataVersion = -1;
@@ -132,6 +135,22 @@ export class SqliteStore implements LeaseStore {
       // The revisions of every watched lock in one statement (a JSON array of names).
       revisions: this.db.prepare('SELECT lock, revision FROM baton_leases WHERE lock IN (SELECT value FROM json_each(?))'),
       dataVersion: this.db.prepare('PRAGMA data_version'),
+      // A renewal-only batch (renewRevisions) is these two statements over a JSON array of
+      // [lock, expected revision, renewedAt]. First the compare: the counters of the leases still
+      // at their expected revision are bumped (a missing counter row is made from the lease's);
+      // their new revisions are returned. Then those same leases take their counter's revision.
+      renewCounters: this.db.prepare(
+        `INSERT INTO baton_counters (lock, term, revision)
+         SELECT l.lock, l.term, l.revision + 1 FROM json_each(?) AS j
+           JOIN baton_leases AS l ON l.lock = j.value ->> 0 AND l.revision = j.value ->> 1 WHERE true
+         ON CONFLICT(lock) DO UPDATE SET revision = max(baton_counters.revision + 1, excluded.revision)
+         RETURNING lock, revision`,
+      ),
+      renewLeases: this.db.prepare(
+        `UPDATE baton_leases SET renewed_at = j.value ->> 2, revision = c.revision
+         FROM json_each(?) AS j JOIN baton_counters AS c ON c.lock = j.value ->> 0
+         WHERE baton_leases.lock = j.value ->> 0 AND baton_leases.revision = j.value ->> 1`,
+      ),
     };
     // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
     const tx = (lock: string, expected: string | null, next: LeaseWrite): WriteResult => {
@@ -159,6 +178,7 @@ export class SqliteStore implements LeaseStore {
     };
     this.writeTx = (lock, expected, next) => this.db.immediate(() => tx(lock, expected, next));
     this.renewTx = (reqs) => this.db.immediate(() => reqs.map((r) => tx(r.lock, r.expected, r.next)));
+    this.renewRevisionsTx = (items) => this.db.immediate(() => this.renewRevisionsNow(items));
     this.ledger = this.makeLedger();
   }
 
@@ -187,6 +207,7 @@ export class SqliteStore implements LeaseStore {
   }
 
   private readonly renewTx: (reqs: readonly RenewRequest[]) => WriteResult[];
+  private readonly renewRevisionsTx: (items: readonly RevisionRenewal[]) => (string | null)[];
 
   async read(lock: string): Promise<LeaseRecord | null> {
     return this.run(() => {
@@ -205,6 +226,88 @@ export class SqliteStore implements LeaseStore {
     const results = this.run(() => this.renewTx(requests));
     results.forEach((r, i) => r.ok && this.deliver(requests[i]!.lock, r.record));
     return results;
+  }
+
+  /**
+   * renewRevisions renews a whole batch with two statements in one IMMEDIATE transaction (see
+   * `renewCounters` and `renewLeases` above) instead of four per lease. Watchers on this handle
+   * hear of each renewal as they hear of a write (other processes learn through data_version).
+   */
+  async renewRevisions(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
+    if (items.length === 0) return [];
+    const revisions = this.run(() => this.renewRevisionsTx(items));
+    if (this.watchers.size === 0) return revisions;
+    // Listeners are called as deliver() calls them — later, never inside this call — but in one
+    // microtask for the whole batch rather than one each.
+    const calls: (WatchListener | LeaseRecord | null)[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const revision = revisions[i];
+      const w = revision ? this.watchers.get(items[i]!.lock) : undefined;
+      if (!w || !revision) continue;
+      // The record renewed is the one at `expected`: rebuild it from the last one delivered, or
+      // read it. The renewals are committed: a failed read must not answer them as failed.
+      const last = w.lastRecord;
+      let record: LeaseRecord | null;
+      try {
+        record = last && last.revision === items[i]!.expected ? renewedRecord(last, items[i]!.renewedAt, revision) : this.readNow(items[i]!.lock);
+      } catch {
+        continue;
+      }
+      w.lastRevision = record?.revision ?? null;
+      w.lastRecord = record;
+      for (const l of w.listeners) calls.push(l, record);
+    }
+    if (calls.length > 0) {
+      queueMicrotask(() => {
+        for (let k = 0; k < calls.length; k += 2) (calls[k] as WatchListener)(calls[k + 1] as LeaseRecord | null);
+      });
+    }
+    return revisions;
+  }
+
+  /**
+   * renewRevisionsNow runs inside the transaction. A lock named twice in one batch is renewed in
+   * a second round (the first renewal changed its revision, as it would have one after another).
+   */
+  private renewRevisionsNow(items: readonly RevisionRenewal[]): (string | null)[] {
+    const out: (string | null)[] = new Array<string | null>(items.length).fill(null);
+    let todo: number[] = items.map((_, i) => i);
+    while (todo.length > 0) {
+      const round: (string | number)[][] = [];
+      const roundIndexes: number[] = [];
+      const later: number[] = [];
+      const seen = new Set<string>();
+      for (const i of todo) {
+        const { lock, expected, renewedAt } = items[i]!;
+        // Revisions here are integers; any other text cannot match (the compare is on the text).
+        const n = Number(expected);
+        if (!Number.isSafeInteger(n) || String(n) !== expected) continue;
+        if (seen.has(lock)) {
+          later.push(i);
+          continue;
+        }
+        seen.add(lock);
+        round.push([lock, n, Number.isFinite(renewedAt) ? Math.round(renewedAt) : 0]);
+        roundIndexes.push(i);
+      }
+      if (round.length > 0) {
+        const json = JSON.stringify(round);
+        const renewed = new Map<string, number>();
+        for (const r of this.stmt.renewCounters.all(json) as { lock: string; revision: number }[]) renewed.set(r.lock, r.revision);
+        if (renewed.size > 0) this.stmt.renewLeases.run(json);
+        for (const i of roundIndexes) {
+          const revision = renewed.get(items[i]!.lock);
+          if (revision !== undefined) out[i] = String(revision);
+        }
+      }
+      todo = later;
+    }
+    return out;
+  }
+
+  private readNow(lock: string): LeaseRecord | null {
+    const row = this.stmt.get.get(lock) as Row | undefined;
+    return row ? toRecord(row) : null;
   }
 
   async list(): Promise<LeaseRecord[]> {
@@ -248,6 +351,7 @@ export class SqliteStore implements LeaseStore {
     const w = this.watchers.get(lock);
     if (!w) return;
     w.lastRevision = record?.revision ?? null;
+    w.lastRecord = record;
     for (const l of [...w.listeners]) queueMicrotask(() => l(record));
   }
 

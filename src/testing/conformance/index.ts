@@ -6,10 +6,11 @@ import { ledgerTests } from './ledger.js';
 import { faultTests } from './faults.js';
 import { lifecycleTests } from './lifecycle.js';
 import { queueTests } from './queue.js';
+import { renewRevisionsTests } from './renew-revisions.js';
 import type { ConformanceOptions } from './context.js';
 
 export type { ConformanceOptions, StoreFaults } from './context.js';
-export { recordTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
+export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
 
 /**
  * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
@@ -18,7 +19,7 @@ export { recordTests, queueTests, fencingTests, notifyTests, electionTests, ledg
 export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
   // What a store can do is what it has (see core/store.ts): the suite follows its members.
-  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue };
+  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue };
   const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
   return caps;
@@ -28,7 +29,7 @@ export async function resolveCapabilities(options: ConformanceOptions) {
  * storeConformanceSuite registers, with node:test, the tests every baton store must pass, in
  * this order (each part is exported too, for a store that wants to run some of them):
  * - recordTests: create-if-absent, compare-and-set, release, batch renewal, listing (on a queue
- *   store, queueTests in their place);
+ *   store, queueTests in their place); renewRevisionsTests for a store with the renewal-only batch;
  * - fencingTests: terms strictly increase and are never reused — across release and reopening,
  *   and with `faults.deleteRecord` / `faults.restart` (or `kill` + `start`) across a deleted
  *   record and a restarted server;
@@ -45,6 +46,7 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   const caps = await resolveCapabilities(options);
   if (caps.queue) queueTests(options, caps);
   else recordTests(options, caps);
+  if (caps.renewRevisions) renewRevisionsTests(options);
   fencingTests(options);
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
