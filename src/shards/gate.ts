@@ -85,6 +85,11 @@ export class GatedStore implements LeaseStore {
     for (const listener of [...(this.listeners.get(lock) ?? [])]) listener(undefined);
   }
 
+  /** wakeAll wakes every elector watching any lock, to read its record now. */
+  wakeAll(): void {
+    for (const lock of [...this.listeners.keys()]) this.open(lock);
+  }
+
   /** The group's store is closed by its owner, not by the shard electors. */
   async close(): Promise<void> {}
 }

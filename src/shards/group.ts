@@ -116,6 +116,8 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   private heirs: number[] = [];
   /** The assignment `heirs` was computed for (as text), so it is recomputed only on a change. */
   private heirsOf?: string;
+  /** Set while this member's heartbeat fails: the store is down for it. */
+  private storeDown = false;
 
   constructor(options: ShardGroupOptions) {
     super();
@@ -139,7 +141,8 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     this.metadata = metadata;
     this.clock = clock ?? realClock;
     this.gated = new GatedStore(this.store, (lock) => this.desired.has(this.shardOf.get(lock) ?? -1));
-    this.membership = new Membership(this.store.ledger!, this.group, this.shards, this.identity, this.timing.leaseDurationMs, this.clock);
+    // Joiners settle for a retry period before they are added (membership.ts).
+    this.membership = new Membership(this.store.ledger!, this.group, this.shards, this.identity, this.timing.leaseDurationMs, this.clock, this.timing.retryPeriodMs);
   }
 
   /** start joins the group. Resolves at once; listen for `acquired` and `released`. */
@@ -210,7 +213,14 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     //    before its heartbeat could make it a member.
     const current = await this.membership.readAssignment();
     // 2. Heartbeat, the membership as this member sees it, and the record moved on if it is out of date.
-    await this.membership.heartbeat();
+    try {
+      await this.membership.heartbeat();
+    } catch (err) {
+      this.storeDown = true;
+      throw err;
+    }
+    const storeBack = this.storeDown;
+    this.storeDown = false;
     const view = await this.membership.observe();
     const assignment = await this.membership.advance(current, view);
     if (!this.running) return;
@@ -227,6 +237,10 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     // 3. Campaign for what is ours; watch what we would inherit; wake campaigns that may now acquire.
     for (const s of watched) if (!this.electors.has(s)) this.campaign(s);
     for (const s of this.desired) if (!before.has(s)) this.gated.open(shardLock(this.group, s));
+    // The store takes writes again after failing them: every elector looks now, instead of at
+    // its next retry (up to retryPeriod × (1 + jitterFactor) away), so leases that ran out
+    // during the outage are taken again at once.
+    if (storeBack) this.gated.wakeAll();
     // 4. Give up what is not: watchers we no longer need at once, held shards a few per period.
     let moves = 0;
     for (const [s, elector] of [...this.electors]) {

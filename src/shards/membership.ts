@@ -16,6 +16,13 @@
  * keep members whose views lag from undoing each other's change: a member is removed only by one
  * that has seen it dead, and added only by one that has seen its heartbeat change after it first
  * read the current assignment (a member that really lives keeps beating; a dead one never does).
+ *
+ * Members that join are added once this member has seen the same set of them for a settle time
+ * (a retry period: two looks in a row), or, if that set keeps changing, a lease duration after
+ * it first saw one. Members started together first see each other's heartbeats at different
+ * times; adding each as it appeared rewrote the assignment once per member, and every version
+ * started and stopped hundreds of electors (the first member briefly owned every shard). Removals
+ * never wait: a member is found dead only after a lease of silence already.
  */
 import type { Clock } from '../core/clock.js';
 import { InvalidConfigError } from '../core/errors.js';
@@ -67,6 +74,8 @@ export class Membership {
   private assignmentSeen?: { version: string; sinceMs: number };
   /** When this member last listed the heartbeats (monotonic ms). */
   private lastObservedMs?: number;
+  /** The members waiting to be added (sorted, as text), since when exactly they were seen, and since when any were. */
+  private joining?: { key: string; sinceMs: number; firstMs: number };
 
   constructor(
     private readonly ledger: Ledger,
@@ -75,6 +84,8 @@ export class Membership {
     private readonly identity: string,
     private readonly leaseDurationMs: number,
     private readonly clock: Clock,
+    /** How long the same joiners must have been seen before they are added (see the file comment). */
+    private readonly settleMs = 0,
   ) {
     this.prefix = groupPrefix(group);
     this.key = `${this.prefix}members/${identity}`;
@@ -159,13 +170,17 @@ export class Membership {
       // Keep unless seen dead or gone; a member not listed at all has no heartbeat left.
       if (m === this.identity || (s !== undefined && s.live)) next.add(m);
     }
+    const joining: string[] = [];
     for (const m of live) {
       if (next.has(m)) continue;
       const beatAfterRecord = current === null || (this.seen.get(m)?.sinceMs ?? -Infinity) > current.seenSinceMs;
-      if (m === this.identity || beatAfterRecord) next.add(m);
+      if (m === this.identity || beatAfterRecord) joining.push(m);
     }
+    if (this.joinsSettled(joining)) for (const m of joining) next.add(m);
     const same = current !== null && next.size === current.members.length && current.members.every((m) => next.has(m));
     if (same) return current;
+    // No group yet, and its first members still settling: nothing to write.
+    if (current === null && next.size === 0) return { members: [], owners: new Array<number>(this.shards).fill(-1) };
     const proposal = nextAssignment(this.group, this.shards, current, [...next]);
     const value = JSON.stringify({ v: 1, shards: this.shards, members: proposal.members, owners: proposal.owners });
     const result = await this.ledger.put(`${this.prefix}assignment`, current?.version ?? null, value);
@@ -175,5 +190,17 @@ export class Membership {
     }
     // Another member moved it first: use what it wrote; the next period reconsiders.
     return (await this.readAssignment()) ?? proposal;
+  }
+
+  /** joinsSettled tells whether `joining` (sorted) may be added now: seen unchanged for the settle time, or waiting a lease. */
+  private joinsSettled(joining: readonly string[]): boolean {
+    const now = this.clock.monotonicMs();
+    if (joining.length === 0) {
+      this.joining = undefined;
+      return true;
+    }
+    const key = joining.join('\n');
+    if (this.joining?.key !== key) this.joining = { key, sinceMs: now, firstMs: this.joining?.firstMs ?? now };
+    return now - this.joining.sinceMs >= this.settleMs || now - this.joining.firstMs >= this.leaseDurationMs;
   }
 }

@@ -20,7 +20,8 @@
  * poll as a safety net; writes from this process are delivered directly.
  *
  * The driver (node:sqlite, else better-sqlite3: see driver.ts) is synchronous: every statement here is a few microseconds, and the busy
- * timeout (1 s) bounds how long a write waits for another process's transaction.
+ * timeout (1 s) bounds how long a write waits for another process's transaction — a wait spent
+ * between attempts with the event loop free, not inside SQLite (busy-wait.ts).
  */
 import { existsSync, mkdirSync, rmSync, rmdirSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -39,6 +40,7 @@ import {
   type WatchListener,
   type WriteResult,
 } from '../../core/store.js';
+import { BUSY_SLICE_MS, WriteQueue } from './busy-wait.js';
 import { isBusy, openDatabase, type SqlDatabase, type SqlStatement } from './driver.js';
 import { metadataJson } from '../../core/metadata-json.js';
 
@@ -78,6 +80,7 @@ export class SqliteStore implements LeaseStore {
   private dataVersion = -1;
   private closed = false;
   private readonly pollIntervalMs: number;
+  private readonly writes: WriteQueue;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     if (!path) throw new InvalidConfigError('sqlite: a database path is required');
@@ -86,10 +89,13 @@ export class SqliteStore implements LeaseStore {
     // On any failure below, leave the disk as it was: close, and remove what this call created.
     const created = path === ':memory:' ? [] : missingDirs(dirname(path));
     const newFile = path !== ':memory:' && !existsSync(path);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 1000;
     let db: SqlDatabase | undefined;
     try {
       if (path !== ':memory:') makeDirs(dirname(path));
-      db = openDatabase(path, options.busyTimeoutMs ?? 1000);
+      // Opening waits in SQLite's own busy handler (the constructor is synchronous); every later
+      // call waits in slices, with the event loop free in between (busy-wait.ts).
+      db = openDatabase(path, busyTimeoutMs);
       // Before anything is written (WAL mode included): a file whose tables are someone else's is refused.
       checkSchema(db, path);
       db.exec('PRAGMA journal_mode = WAL');
@@ -102,6 +108,7 @@ export class SqliteStore implements LeaseStore {
         CREATE TABLE IF NOT EXISTS baton_counters (
           lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);`);
+      db.exec(`PRAGMA busy_timeout = ${Math.min(BUSY_SLICE_MS, Math.max(0, Math.round(busyTimeoutMs)))}`);
       this.db = db;
     } catch (err) {
       try {
@@ -117,6 +124,7 @@ export class SqliteStore implements LeaseStore {
       }
       throw new InvalidConfigError(`sqlite: cannot use "${path}": ${errorMessage(err)}`);
     }
+    this.writes = new WriteQueue(this.db, busyTimeoutMs, isBusy);
     this.stmt = {
       get: this.db.prepare('SELECT * FROM baton_leases WHERE lock = ?'),
       counter: this.db.prepare('SELECT term, revision FROM baton_counters WHERE lock = ?'),
@@ -152,7 +160,8 @@ export class SqliteStore implements LeaseStore {
          WHERE baton_leases.lock = j.value ->> 0 AND baton_leases.revision = j.value ->> 1`,
       ),
     };
-    // One IMMEDIATE transaction per conditional write: read, compare, bump counters, write.
+    // One conditional write: read, compare, bump counters, write — inside an IMMEDIATE
+    // transaction of its own, or shared with the writes that waited with it (busy-wait.ts).
     const tx = (lock: string, expected: string | null, next: LeaseWrite): WriteResult => {
       const row = this.stmt.get.get(lock) as Row | undefined;
       // The full record (its metadata parsed) only when it is returned: a lost race.
@@ -176,9 +185,9 @@ export class SqliteStore implements LeaseStore {
       this.stmt.upsert.run(newRow);
       return { ok: true, record: toRecord(newRow, next.metadata && Object.isFrozen(next.metadata) ? next.metadata : undefined) };
     };
-    this.writeTx = (lock, expected, next) => this.db.immediate(() => tx(lock, expected, next));
-    this.renewTx = (reqs) => this.db.immediate(() => reqs.map((r) => tx(r.lock, r.expected, r.next)));
-    this.renewRevisionsTx = (items) => this.db.immediate(() => this.renewRevisionsNow(items));
+    this.writeTx = tx;
+    this.renewTx = (reqs) => reqs.map((r) => tx(r.lock, r.expected, r.next));
+    this.renewRevisionsTx = (items) => this.renewRevisionsNow(items);
     this.ledger = this.makeLedger();
   }
 
@@ -192,50 +201,49 @@ export class SqliteStore implements LeaseStore {
       const r = get.get(key) as { key: string; value: string; version: number } | undefined;
       return r ? toEntry(r) : null;
     };
-    const put = (key: string, expected: string | null, value: string): LedgerPutResult =>
-      this.db.immediate(() => {
-        const changed = expected === null ? insert.run(key, value).changes : update.run(value, key, Number(expected)).changes;
-        const current = read(key);
-        return changed === 1 && current ? { ok: true, entry: current } : { ok: false, current };
-      });
+    const put = (key: string, expected: string | null, value: string): LedgerPutResult => {
+      const changed = expected === null ? insert.run(key, value).changes : update.run(value, key, Number(expected)).changes;
+      const current = read(key);
+      return changed === 1 && current ? { ok: true, entry: current } : { ok: false, current };
+    };
     return {
-      get: async (key) => this.run(() => read(key)),
-      put: async (key, expected, value) => this.run(() => put(key, expected, value)),
-      list: async (prefix, limit = 1000) =>
-        this.run(() => (list.all(prefix, limit) as { key: string; value: string; version: number }[]).filter((r) => r.key.startsWith(prefix)).map(toEntry)),
+      get: (key) => this.reading(() => read(key)),
+      put: (key, expected, value) => this.writing(() => put(key, expected, value)),
+      list: (prefix, limit = 1000) =>
+        this.reading(() => (list.all(prefix, limit) as { key: string; value: string; version: number }[]).filter((r) => r.key.startsWith(prefix)).map(toEntry)),
     };
   }
 
   private readonly renewTx: (reqs: readonly RenewRequest[]) => WriteResult[];
   private readonly renewRevisionsTx: (items: readonly RevisionRenewal[]) => (string | null)[];
 
-  async read(lock: string): Promise<LeaseRecord | null> {
-    return this.run(() => {
+  read(lock: string): Promise<LeaseRecord | null> {
+    return this.reading(() => {
       const row = this.stmt.get.get(lock) as Row | undefined;
       return row ? toRecord(row) : null;
     });
   }
 
   async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
-    const result = this.run(() => this.writeTx(lock, expected, next));
+    const result = await this.writing(() => this.writeTx(lock, expected, next));
     if (result.ok) this.deliver(lock, result.record);
     return result;
   }
 
   async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
-    const results = this.run(() => this.renewTx(requests));
+    const results = await this.writing(() => this.renewTx(requests));
     results.forEach((r, i) => r.ok && this.deliver(requests[i]!.lock, r.record));
     return results;
   }
 
   /**
-   * renewRevisions renews a whole batch with two statements in one IMMEDIATE transaction (see
+   * renewRevisions renews a whole batch with two statements in one transaction (its own, or shared with the writes that waited with it) (see
    * `renewCounters` and `renewLeases` above) instead of four per lease. Watchers on this handle
    * hear of each renewal as they hear of a write (other processes learn through data_version).
    */
   async renewRevisions(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
     if (items.length === 0) return [];
-    const revisions = this.run(() => this.renewRevisionsTx(items));
+    const revisions = await this.writing(() => this.renewRevisionsTx(items));
     if (this.watchers.size === 0) return revisions;
     // Listeners are called as deliver() calls them — later, never inside this call — but in one
     // microtask for the whole batch rather than one each.
@@ -310,8 +318,8 @@ export class SqliteStore implements LeaseStore {
     return row ? toRecord(row) : null;
   }
 
-  async list(): Promise<LeaseRecord[]> {
-    return this.run(() => (this.stmt.list.all() as Row[]).map((row) => toRecord(row)));
+  list(): Promise<LeaseRecord[]> {
+    return this.reading(() => (this.stmt.list.all() as Row[]).map((row) => toRecord(row)));
   }
 
   watch(lock: string, listener: WatchListener): () => void {
@@ -333,18 +341,27 @@ export class SqliteStore implements LeaseStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.writes.close(() => new StoreClosedError('sqlite'));
     this.stopWatching();
     this.watchers.clear();
     this.db.close();
   }
 
-  private run<T>(fn: () => T): T {
+  /** reading runs a read, waiting out a busy database for up to the busy timeout. */
+  private async reading<T>(fn: () => T): Promise<T> {
     if (this.closed) throw new StoreClosedError('sqlite');
-    try {
-      return fn();
-    } catch (err) {
-      throw new StoreUnavailableError(`sqlite: ${this.path}: ${errorMessage(err)}`, { cause: err });
-    }
+    return this.writes.read(fn).catch((err) => this.failed(err));
+  }
+
+  /** writing runs `tx` in a write transaction after this handle's earlier ones, waiting out another process's lock. */
+  private async writing<T>(tx: () => T): Promise<T> {
+    if (this.closed) throw new StoreClosedError('sqlite');
+    return this.writes.write(tx).catch((err) => this.failed(err));
+  }
+
+  private failed(err: unknown): never {
+    if (err instanceof StoreClosedError) throw err;
+    throw new StoreUnavailableError(`sqlite: ${this.path}: ${errorMessage(err)}`, { cause: err });
   }
 
   private deliver(lock: string, record: LeaseRecord | null): void {
