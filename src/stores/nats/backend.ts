@@ -25,13 +25,16 @@ import { translated } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
 import { KeyFeed } from './feed.js';
+import type { RedialPacer } from './redial.js';
 import { fromNatsKey, listFilter, toNatsKey } from './keys.js';
 
-/** NatsBackendOptions: the call bound, whether the connection is baton's to close, a label. */
+/** NatsBackendOptions: the call bound, whether the connection is baton's to close, a label, its reconnect pacer. */
 export interface NatsBackendOptions {
   readonly timeoutMs: number;
   readonly ownsConnection: boolean;
   readonly label: string;
+  /** Told of every dial the client starts; set when baton made the connection (redial.ts). */
+  readonly pacer?: RedialPacer;
 }
 
 /** How many gets of a listing run at once. */
@@ -149,7 +152,8 @@ export class NatsKvBackend implements CasBackend {
   private async followStatus(): Promise<void> {
     try {
       for await (const s of this.status) {
-        if (s.type === 'disconnect') this.lost();
+        if (s.type === 'reconnecting') this.options.pacer?.dialed();
+        else if (s.type === 'disconnect') this.lost();
         else if (s.type === 'reconnect') this.regained();
       }
     } catch {

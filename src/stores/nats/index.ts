@@ -24,6 +24,7 @@ import { CasStore } from '../kit/cas-store.js';
 import { unavailable } from '../kit/errors.js';
 import { withTimeout } from '../kit/timeout.js';
 import { NatsKvBackend } from './backend.js';
+import { RedialPacer } from './redial.js';
 import { DEFAULT_BUCKET, DEFAULT_TIMEOUT_MS, parseNatsUrl, serverList, type NatsConfig } from './config.js';
 
 export { parseNatsUrl, type NatsConfig } from './config.js';
@@ -41,6 +42,10 @@ export interface NatsStoreOptions {
 }
 
 type NatsSdk = typeof import('nats');
+
+/** The wait between reconnect attempts, and its random extra, ms. */
+const RECONNECT_WAIT_MS = 250;
+const RECONNECT_JITTER_MS = 100;
 
 async function loadSdk(): Promise<NatsSdk> {
   try {
@@ -67,6 +72,8 @@ export class NatsStore extends CasStore {
     const sdk = await loadSdk();
     let nc = options.connection;
     const owns = !nc;
+    // Only a connection baton makes gets the monotonic pacing; an application's keeps its own.
+    const pacer = owns ? new RedialPacer(RECONNECT_WAIT_MS, RECONNECT_JITTER_MS) : undefined;
     try {
       nc ??= await sdk.connect({
         servers: serverList(config!.servers),
@@ -76,8 +83,10 @@ export class NatsStore extends CasStore {
         timeout: Math.max(timeoutMs, 1_000),
         reconnect: true,
         maxReconnectAttempts: -1,
-        reconnectTimeWait: 250,
-        reconnectJitter: 100,
+        reconnectTimeWait: RECONNECT_WAIT_MS,
+        reconnectJitter: RECONNECT_JITTER_MS,
+        // The client's own pacing reads the wall clock and stalls after a step back (redial.ts).
+        reconnectDelayHandler: () => pacer!.delay(),
         // A frozen server is noticed within a few seconds (two unanswered pings).
         pingInterval: Math.max(timeoutMs, 1_000),
         maxPingOut: 2,
@@ -100,7 +109,7 @@ export class NatsStore extends CasStore {
       if (stream.max_age > 0) {
         throw new InvalidConfigError(`nats: bucket "${bucket}" has a max age (TTL); terms would expire with it (use a bucket without TTL)`);
       }
-      return new NatsStore(new NatsKvBackend(nc, kv, { timeoutMs, ownsConnection: owns, label }));
+      return new NatsStore(new NatsKvBackend(nc, kv, { timeoutMs, ownsConnection: owns, label, pacer }));
     } catch (err) {
       if (owns) await nc?.close().catch(() => {});
       throw unavailable('nats', err, label);

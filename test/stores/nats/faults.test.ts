@@ -47,6 +47,34 @@ describe('nats faults', () => {
 
 
 
+  it('the wall clock stepping back while connected does not stall the next reconnect (the client paces its dials by Date.now)', async () => {
+    const proxy = new PartitionProxy(server.port);
+    await proxy.listen();
+    const store = await NatsStore.open({ url: `nats://127.0.0.1:${proxy.port}?timeout=1s` });
+    const realNow = Date.now;
+    try {
+      await store.read('clockback');
+      // An hour back, as NTP or an operator might step it; only the wall clock moves.
+      Date.now = () => realNow() - 3_600_000;
+      proxy.cutAll();
+      const cutAt = performance.now();
+      let back = false;
+      while (!back && performance.now() - cutAt < 8_000) {
+        back = await store.read('clockback').then(
+          () => true,
+          () => false,
+        );
+        if (!back) await new Promise((r) => setTimeout(r, 100));
+      }
+      // The client's own pacing would wait for the wall clock to catch up: an hour.
+      assert.ok(back, 'calls work again within 8 s of the cut');
+    } finally {
+      Date.now = realNow;
+      await store.close();
+      await proxy.close();
+    }
+  });
+
   it('a bucket that cannot keep terms (memory storage, or a max age) is refused with a config error', async () => {
     const nc = await connect({ servers: `127.0.0.1:${server.port}` });
     try {
