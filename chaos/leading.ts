@@ -62,7 +62,11 @@ export function electorLeading(o: LeadingOptions): Leading {
   return {
     start: () => void elector.start(),
     stop: () => elector.stop(),
-    writable: () => (elector.isLeader() ? [{ term: elector.leadershipWindow()!.term }] : []),
+    // One look: isLeader() and a second call could straddle the deadline.
+    writable: () => {
+      const w = elector.leadershipWindow();
+      return w ? [{ term: w.term }] : [];
+    },
   };
 }
 
