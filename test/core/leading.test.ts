@@ -17,14 +17,7 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 const TIMING = { leaseDurationMs: 1000, renewDeadlineMs: 700, retryPeriodMs: 200, jitterFactor: 1.2 };
 
 test('after the deadline, every view says not leading, even before the deadline timer fires', async () => {
-  const fake = new FakeClock();
-  let skewMs = 0;
-  const clock: Clock = {
-    monotonicMs: () => fake.monotonicMs() + skewMs,
-    wallMs: () => fake.wallMs(),
-    setTimer: (fn, ms) => fake.setTimer(fn, ms),
-    clearTimer: (h) => fake.clearTimer(h),
-  };
+  const { fake, clock, skew } = skewedClock();
   const e = new LeaderElector({ store: new MemoryStore(), lock: 'leading', identity: 'a', clock, ...TIMING });
   const stops: StopReason[] = [];
   e.on('stopped', (ev) => stops.push(ev.reason));
@@ -37,7 +30,7 @@ test('after the deadline, every view says not leading, even before the deadline 
   assert.ok(e.leadershipWindow());
 
   // Time passes the deadline, but no timer has run: the timer is late.
-  skewMs = TIMING.renewDeadlineMs;
+  skew(TIMING.renewDeadlineMs);
   assert.equal(won.signal.aborted, false, 'nothing has looked yet');
   assert.equal(e.leader()?.isSelf, false, 'leader() agrees with isLeader()');
   assert.equal(won.signal.aborted, true, 'the signal is aborted by the first look after the deadline');
@@ -68,21 +61,14 @@ test('before the deadline the views agree that it leads', async () => {
 });
 
 test('a leadership that ends while its `elected` listeners run: every one of them hears `elected` before anyone hears `stopped`', async () => {
-  const fake = new FakeClock();
-  let skewMs = 0;
-  const clock: Clock = {
-    monotonicMs: () => fake.monotonicMs() + skewMs,
-    wallMs: () => fake.wallMs(),
-    setTimer: (fn, ms) => fake.setTimer(fn, ms),
-    clearTimer: (h) => fake.clearTimer(h),
-  };
+  const { fake, clock, skew } = skewedClock();
   const e = new LeaderElector({ store: new MemoryStore(), lock: 'leading3', identity: 'a', clock, ...TIMING });
   const heard: string[] = [];
   // The first listener finds the deadline passed (a slow acquisition that came back just in
   // time, then a pause): its look ends the leadership on the spot.
   e.once('elected', ({ term, deadlineMs }) => {
     heard.push(`first elected ${term}`);
-    skewMs = deadlineMs - fake.monotonicMs();
+    skew(deadlineMs - fake.monotonicMs());
     assert.equal(e.isLeader(), false, 'past the deadline, not leading');
   });
   e.once('elected', ({ term, signal }) => heard.push(`second elected ${term}, aborted ${signal.aborted}`));
@@ -91,6 +77,19 @@ test('a leadership that ends while its `elected` listeners run: every one of the
   await fake.advance(0);
   for (let i = 0; i < 5 && heard.length < 3; i++) await fake.advance(1);
   assert.deepEqual(heard, ['first elected 1', 'second elected 1, aborted true', 'stopped 1 renew-deadline']);
-  skewMs = 0;
+  skew(0);
   await e.stop();
 });
+
+/** skewedClock is a fake clock whose monotonic reading can jump ahead of its timers (a late timer). */
+function skewedClock(): { fake: FakeClock; clock: Clock; skew: (ms: number) => void } {
+  const fake = new FakeClock();
+  let skewMs = 0;
+  const clock: Clock = {
+    monotonicMs: () => fake.monotonicMs() + skewMs,
+    wallMs: () => fake.wallMs(),
+    setTimer: (fn, ms) => fake.setTimer(fn, ms),
+    clearTimer: (h) => fake.clearTimer(h),
+  };
+  return { fake, clock, skew: (ms) => (skewMs = ms) };
+}
