@@ -83,6 +83,15 @@ export function countingStore(inner: LeaseStore): CountingStore {
         return inner.queue!.withdraw(lock, holder);
       },
     },
+    // The feed's state is read live from the inner store: a copy taken here would freeze it, and
+    // a wrapper without these getters makes every standby behind it poll as if the feed reported
+    // no expiries (which is what the idle bench counted until 2026-11-24: one read per lease + retry).
+    get watchLive() {
+      return inner.watchLive;
+    },
+    get watchSeesExpiry() {
+      return inner.watchSeesExpiry;
+    },
     close: () => inner.close(),
   };
   return { store, calls, snapshot: () => ({ ...calls }) };
