@@ -27,6 +27,12 @@ export interface BenchPlan {
   official: boolean;
   rttWrites: number;
   handovers: number;
+  /**
+   * Handovers on a store whose standbys poll (no change feed): each takes about one jittered
+   * retry period (2–4.4 s at default timing), so 200 would take ~11 minutes a store and say no
+   * more about a distribution that the poll interval alone decides.
+   */
+  pollingHandovers: number;
   peerHandovers: number;
   kills: number;
   /** Leader renewals (2 s apart at default timing) per idle-standby counting window. */
@@ -106,7 +112,7 @@ export function parsePlan(argv: readonly string[]): BenchPlan {
     outDir: out ?? (official ? join(BENCH_DIR, 'results') : join(BENCH_DIR, 'results', 'scratch')),
   };
   if (quick) {
-    return { ...base, rttWrites: 200, handovers: 15, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1, shardSizes: [{ shards: 100, members: 5 }] };
+    return { ...base, rttWrites: 200, handovers: 15, pollingHandovers: 5, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1, shardSizes: [{ shards: 100, members: 5 }] };
   }
-  return { ...base, rttWrites: 2000, handovers: 200, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3, shardSizes: shardSizes() };
+  return { ...base, rttWrites: 2000, handovers: 200, pollingHandovers: 40, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3, shardSizes: shardSizes() };
 }

@@ -38,7 +38,8 @@ export async function measureHandover(ctx: BenchContext, s: StoreUnderTest): Pro
   let leader = make(0).start();
   try {
     await leader.elected();
-    for (let i = 1; i <= ctx.plan.handovers; i++) {
+    const rounds = s.kind.notifies ? ctx.plan.handovers : ctx.plan.pollingHandovers;
+    for (let i = 1; i <= rounds; i++) {
       const standby = make(i).start();
       const holder = leader.identity;
       await waitFor('the standby to see the leader', () => (standby.leader()?.holder === holder ? true : undefined), TIMEOUT_MS);
@@ -66,7 +67,7 @@ export async function measureHandover(ctx: BenchContext, s: StoreUnderTest): Pro
     unit: 'ms',
     ...summaryFields(summarize(samples)),
     samples: samples.map((x) => round(x, 3)),
-    settings: 'default timing (lease 15 s, renew deadline 10 s, retry 2 s); release on stop()',
+    settings: `default timing (lease 15 s, renew deadline 10 s, retry 2 s); release on stop()${s.kind.notifies ? '' : '; no change feed: the standby polls every jittered retry period'}`,
     method: `elector.stop() → standby's 'elected', in-process, ${HANDLES} store handles (one per elector, each with a standing watch); standby started 50–100 ms after it saw the leader`,
     detail: { over1s: slow },
   });
