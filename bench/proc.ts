@@ -1,5 +1,5 @@
 /**
- * Child processes of the bench: started with tsx, read as JSON lines, always killed at exit.
+ * Child processes of the bench: started with tsx (or as compiled JS), read as JSON lines, always killed at exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -103,9 +103,14 @@ export class BenchChild {
   }
 }
 
-/** spawnBench starts `node --import tsx bench/<script>` with `env` added. */
-export function spawnBench(script: string, env: Record<string, string>): BenchChild {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', script)], {
+/**
+ * spawnBench starts `node --import tsx bench/<script>` with `env` added — or, given `js` (a
+ * compiled entry, see compiled-child.ts), `node <js>` with no loader. `nodeArgs` go before the
+ * script (e.g. `--cpu-prof`).
+ */
+export function spawnBench(script: string, env: Record<string, string>, options: { js?: string; nodeArgs?: readonly string[] } = {}): BenchChild {
+  const args = options.js ? [...(options.nodeArgs ?? []), options.js] : [...(options.nodeArgs ?? []), '--import', 'tsx', join(ROOT, 'bench', script)];
+  const proc = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -9,6 +9,8 @@
  */
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { LeaderElector } from '../src/core/elector.js';
 import { openStore } from '../src/stores/registry.js';
 import { monoMs } from './clock.js';
@@ -27,6 +29,12 @@ export interface ScaleConfig {
    * which is a start-up problem, not what this measures: the steady cost of holding N leases.
    */
   wave: number;
+  /**
+   * A path prefix: the first `mark` starts a CPU profile (node:inspector), the next writes it to
+   * `<profile>.cpuprofile` and a heap snapshot to `<profile>.heapsnapshot`, so the profile holds
+   * the measured window only. The profiler costs CPU: a profiled run's figures are not reported.
+   */
+  profile?: string;
 }
 
 const config = JSON.parse(process.env.BENCH_SCALE ?? 'null') as ScaleConfig | null;
@@ -66,9 +74,31 @@ for (let i = 0; i < electors.length && monoMs() - t0 < config.acquireTimeoutMs; 
 clearInterval(progress);
 emit({ ev: 'acquired', t: monoMs(), ms: monoMs() - t0, elected, storeErrors, errorKinds: Object.fromEntries(errorKinds) });
 
+let session: Session | undefined;
+let marks = 0;
+/** profileMark starts the window's CPU profile at the first mark and writes it (and a heap snapshot) at the second. */
+async function profileMark(prefix: string): Promise<void> {
+  if (++marks === 1) {
+    session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  } else if (marks === 2 && session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(`${prefix}.cpuprofile`, JSON.stringify(profile));
+    const chunks: string[] = [];
+    session.on('HeapProfiler.addHeapSnapshotChunk', (m) => chunks.push(m.params.chunk));
+    await session.post('HeapProfiler.takeHeapSnapshot');
+    writeFileSync(`${prefix}.heapsnapshot`, chunks.join(''));
+    session.disconnect();
+  }
+}
+
 createInterface({ input: process.stdin }).on('line', (line) => {
   const cmd = line.trim();
   if (cmd === 'mark') {
+    // Stop the profiler after the mark's figures are read; start it after the first mark's.
+    if (config.profile) setImmediate(() => void profileMark(config.profile!));
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
     emit({

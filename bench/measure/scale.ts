@@ -10,8 +10,15 @@
  *   round trip, as every store sends a batch in one pipeline / statement / stream write);
  * - server requests: the server's own counters (commands, statements, gRPC messages);
  * - CPU: process.cpuUsage() over the window, as % of one core; RSS at the window's end.
+ *
+ * The child runs as JavaScript compiled by tsc (compiled-child.ts), as a user's process does:
+ * under tsx its loader and keep-names wrappers add memory and CPU no deployment pays. If the
+ * compile fails it runs under tsx, and a note, the settings and each row's `runtime` say so.
+ * BENCH_SCALE_RUNTIME=tsx forces tsx (to compare); BENCH_SCALE_PROFILE=DIR writes a CPU
+ * profile of the window (and a heap snapshot at its end) into DIR.
  */
 import { spawnBench, type ChildEvent } from '../proc.js';
+import { compiledChild, type CompiledChild } from '../compiled-child.js';
 import { sleep } from '../clock.js';
 import { diffCounts, type CountSession } from '../counters.js';
 import { diffCalls, type StoreCalls } from '../counting-store.js';
@@ -25,8 +32,14 @@ const ACQUIRE_TIMEOUT_MS = 90_000;
 
 type Mark = ChildEvent & { cpuMs: number; rssMb: number; heapMb: number; calls: StoreCalls; statements: Record<string, number>; storeErrors: number; lost: number; leading: number; renewals: number };
 
+let compiled: CompiledChild | undefined;
+
 /** measureScale adds the scale rows for every lease count of the plan. */
 export async function measureScale(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
+  if (!compiled) {
+    compiled = process.env.BENCH_SCALE_RUNTIME === 'tsx' ? { runtime: 'tsx', why: 'BENCH_SCALE_RUNTIME=tsx' } : compiledChild('scale-child.ts');
+    if (compiled.runtime === 'tsx') ctx.notes.push(`scale: the child ran from src under tsx, not as compiled JS (${compiled.why}); its CPU and RSS include tsx's loader`);
+  }
   for (const leases of ctx.plan.leaseCounts) {
     const limit = s.kind.scaleLimit;
     if (limit && leases > limit.leases) {
@@ -38,7 +51,10 @@ export async function measureScale(ctx: BenchContext, s: StoreUnderTest): Promis
 }
 
 async function scaleOne(ctx: BenchContext, s: StoreUnderTest, leases: number): Promise<void> {
-  const child = spawnBench('scale-child.ts', { BENCH_SCALE: JSON.stringify({ storeUrl: s.store.url, leases, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, wave: WAVE }) });
+  const run = compiled!;
+  const profileDir = process.env.BENCH_SCALE_PROFILE;
+  const config = { storeUrl: s.store.url, leases, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, wave: WAVE, profile: profileDir ? `${profileDir}/${s.kind.name}-${leases}` : undefined };
+  const child = spawnBench('scale-child.ts', { BENCH_SCALE: JSON.stringify(config) }, { js: run.runtime === 'compiled' ? run.entry : undefined });
   let session: CountSession | undefined;
   try {
     const acquired = await child.seen((e) => e.ev === 'acquired', ACQUIRE_TIMEOUT_MS + 60_000, `all ${leases} leases acquired`);
@@ -65,9 +81,10 @@ async function scaleOne(ctx: BenchContext, s: StoreUnderTest, leases: number): P
       system: `baton-${s.kind.name}`,
       store: s.kind.name,
       leases,
-      settings: `default timing (renewal every 2 s); one process, one store handle; electors started ${WAVE} at a time`,
+      settings: `default timing (renewal every 2 s); one process, one store handle; electors started ${WAVE} at a time; ${run.runtime === 'compiled' ? 'compiled JS' : 'src under tsx'}`,
     } as const;
     const detail = {
+      runtime: run.runtime === 'compiled' ? 'node, JS compiled by tsc (as npm run build)' : `node --import tsx, from src (${run.why})`,
       windowS: round(seconds, 1),
       renewCycles: round(cycles, 2),
       acquireAllMs: Math.round(Number(acquired.ms)),
@@ -96,8 +113,8 @@ async function scaleOne(ctx: BenchContext, s: StoreUnderTest, leases: number): P
         method: s.store.counter ? s.store.counter.source : 'SQL statements run by the child (better-sqlite3 wrapper)',
         detail: { byKindPerInterval: Object.fromEntries(Object.entries(server.byKind).map(([k, v]) => [k, round(v / intervals, 1)])) },
       },
-      { ...common, metric: 'cpu_percent', unit: '% of one core', value: round(((b.m.cpuMs - a.m.cpuMs) / (seconds * 1000)) * 100, 2), method: 'process.cpuUsage() (user + system) over the window' },
-      { ...common, metric: 'rss_mb', unit: 'MB', value: round(b.m.rssMb, 1), method: 'process.memoryUsage().rss at the end of the window', detail: { heapUsedMb: round(b.m.heapMb, 1) } },
+      { ...common, metric: 'cpu_percent', unit: '% of one core', value: round(((b.m.cpuMs - a.m.cpuMs) / (seconds * 1000)) * 100, 2), method: `process.cpuUsage() (user + system) of the child over the window; the child runs ${run.runtime === 'compiled' ? 'as JS compiled by tsc, as a user process does' : 'from src under tsx (it could not be compiled), which costs more than a user process'}` },
+      { ...common, metric: 'rss_mb', unit: 'MB', value: round(b.m.rssMb, 1), method: `process.memoryUsage().rss of the child at the end of the window (${run.runtime === 'compiled' ? 'JS compiled by tsc, no tsx loader' : 'under tsx, whose loader is part of it'})`, detail: { heapUsedMb: round(b.m.heapMb, 1) } },
     ];
     for (const row of rows) ctx.results.add(row);
   } finally {

@@ -1,30 +1,56 @@
 import { renewalWrite } from './lease-writes.js';
 import { renewedRecord, type LeaseRecord, type LeaseStore, type RevisionRenewal, type WriteResult } from './store.js';
 
+/** RenewalAnswer is told the outcome of a PendingRenewal: a result, or else the error that ended it. */
+export type RenewalAnswer = (p: PendingRenewal, result: WriteResult | undefined, err?: unknown) => void;
+
 /**
- * PendingRenewal is one renewal waiting in a batcher: the record it renews and the promise its
- * elector awaits. It is itself the item handed to `renewRevisions` (lock, expected revision,
- * renewedAt, lease duration), so a renewal allocates this one object and its promise.
+ * PendingRenewal is one renewal waiting in a batcher: the record it renews, when it was sent,
+ * and whom to answer. It is itself the item handed to `renewRevisions` (lock, expected
+ * revision, renewedAt, lease duration), so a renewal allocates this one object — no promise and
+ * no closure: the answer goes to a callback its elector made once (`answer`).
  */
 export class PendingRenewal implements RevisionRenewal {
   readonly expected: string;
   readonly leaseDurationMs: number;
-  readonly result: Promise<WriteResult>;
-  resolve!: (r: WriteResult) => void;
-  /** reject settles the renewal with `err` (the elector's deadline timer cancels through it). */
-  reject!: (err: unknown) => void;
+  private settled = false;
 
   constructor(
     readonly lock: string,
     readonly record: LeaseRecord,
     readonly renewedAt: number,
+    /** Monotonic time at which the renewal was handed to the batcher (its deadline counts from it). */
+    readonly startMs: number,
+    private readonly answer: RenewalAnswer,
   ) {
     this.expected = record.revision;
     this.leaseDurationMs = record.leaseDurationMs;
-    this.result = new Promise<WriteResult>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+  }
+
+  /**
+   * resolve answers with the store's result (once; later answers are ignored). A batch is
+   * answered in one loop, so an answer that throws is rethrown on its own, not into the loop.
+   */
+  resolve(result: WriteResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    try {
+      this.answer(this, result);
+    } catch (err) {
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
+  }
+
+  /**
+   * reject ends the renewal with `err` (once). The answer comes in a microtask, as a promise's
+   * would: the deadline timer cancels through here and steps down before the elector hears.
+   */
+  reject(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    queueMicrotask(() => this.answer(this, undefined, err));
   }
 }
 
@@ -44,9 +70,9 @@ export class RenewBatcher {
 
   constructor(private readonly store: LeaseStore) {}
 
-  /** renew queues a renewal of `record` (held on `lock`) with renewedAt `wallMs`. */
-  renew(lock: string, record: LeaseRecord, wallMs: number): PendingRenewal {
-    const p = new PendingRenewal(lock, record, wallMs);
+  /** renew queues a renewal of `record` (held on `lock`) with renewedAt `wallMs`, sent at monotonic `startMs`; `answer` hears the outcome. */
+  renew(lock: string, record: LeaseRecord, wallMs: number, startMs: number, answer: RenewalAnswer): PendingRenewal {
+    const p = new PendingRenewal(lock, record, wallMs, startMs, answer);
     this.pending.push(p);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -76,7 +102,7 @@ export class RenewBatcher {
     }
     const writes = batch.map((p) => ({ lock: p.lock, expected: p.expected, next: renewalWrite(p.record, p.renewedAt) }));
     if (batch.length === 1 || !store.renewMany) {
-      writes.forEach((w, i) => store.write(w.lock, w.expected, w.next).then(batch[i]!.resolve, batch[i]!.reject));
+      writes.forEach((w, i) => store.write(w.lock, w.expected, w.next).then((r) => batch[i]!.resolve(r), (err) => batch[i]!.reject(err)));
       return;
     }
     store.renewMany(writes).then(

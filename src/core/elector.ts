@@ -6,11 +6,12 @@ import { defaultIdentity, processMetadata } from './identity.js';
 import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
 import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
-import { ReconcileLoop } from './reconcile-loop.js';
+import { ReconcileLoop, STEP_PENDING, type StepOutcome } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason, type StoppedEvent } from './elector-events.js';
 import { acquisitionWrite, releaseWrite } from './lease-writes.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
+import type { PendingRenewal, RenewalAnswer } from './batcher.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
@@ -61,6 +62,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private unwatch?: () => void;
   private notified: LeaseRecord | null | undefined | typeof NOTHING = NOTHING;
   private readonly loop: ReconcileLoop;
+  /** Hears every renewal's outcome (made once: see renew()). */
+  private readonly renewalAnswer: RenewalAnswer;
   private pendingRelease?: LeaseRecord;
   /** Set when a notification showed a step-down request, with the requester's reason if any. */
   private stepDownAsked?: { note?: string };
@@ -91,6 +94,17 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.reportError(err);
       this.loop.schedule(this.leadership ? this.timing.retryPeriodMs : this.jittered());
     });
+    // A renewal's answer ends the loop's step, once any follow-up it starts is done.
+    this.renewalAnswer = (p, result, err) => {
+      let next: Promise<void> | void;
+      try {
+        next = this.renewalAnswered(p, result, err);
+      } catch (e) {
+        return this.loop.stepFailed(e);
+      }
+      if (next) next.then(this.loop.stepDone, this.loop.stepFailed);
+      else this.loop.stepDone();
+    };
   }
 
   /** start begins campaigning. Resolves at once; listen for `elected`. */
@@ -219,14 +233,21 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.loop.kick();
   }
 
-  private async reconcile(): Promise<void> {
+  private reconcile(): StepOutcome {
+    // A leader's step is its renewal, taken without an async frame (it is most steps there are).
+    const l = this.leadership;
+    if (l && !this.pendingRelease && this.state === 'running') return this.renew(l);
+    return this.reconcileOther();
+  }
+
+  private async reconcileOther(): Promise<void> {
     if (this.pendingRelease) {
       const record = this.pendingRelease;
       this.pendingRelease = undefined;
       await this.release(record).catch((err) => this.reportError(err));
     }
     if (this.state !== 'running') return;
-    if (this.leadership) return this.renew(this.leadership);
+    if (this.leadership) return this.loop.again(); // renew on the next run
     const holdOffMs = this.holdOffUntilMs - this.clock.monotonicMs();
     if (holdOffMs > 0) {
       if (this.notified !== NOTHING && this.notified !== undefined) this.observe(this.notified);
@@ -342,41 +363,51 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** deadlinePassed ends a leadership at its deadline (rule 4), and any renewal still waiting on the store. */
   private deadlinePassed(l: Leadership): void {
     if (this.leadership !== l) return;
-    l.cancelRenewal?.(new StoreUnavailableError(`elector: store did not answer within the renew deadline (${this.timing.renewDeadlineMs}ms)`));
+    l.renewal?.reject(new StoreUnavailableError(`elector: store did not answer within the renew deadline (${this.timing.renewDeadlineMs}ms)`));
     this.stepDown('renew-deadline');
     // Best effort: if our record is still there, free it so a standby need not wait it out.
     this.pendingRelease = l.record;
     this.loop.kick();
   }
 
-  /** One renewal: compare-and-set our own record with a fresh renewedAt. */
-  private async renew(l: Leadership): Promise<void> {
+  /**
+   * One renewal: compare-and-set our own record with a fresh renewedAt. It goes out in the
+   * store's next batch; renewalAnswered() takes the answer, and the loop's step ends there.
+   */
+  private renew(l: Leadership): StepOutcome {
     if (this.stepDownAsked || l.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-    const startMs = this.clock.monotonicMs();
-    let result: WriteResult;
-    try {
-      result = await sendRenewal(this.store, this.lock, l, this.clock.wallMs());
-    } catch (err) {
-      if (this.leadership !== l) return;
+    sendRenewal(this.store, this.lock, l, this.clock, this.renewalAnswer);
+    return STEP_PENDING;
+  }
+
+  /** renewalAnswered acts on the answer to renewal `p` (`result`, or the error `err` that ended it). */
+  private renewalAnswered(p: PendingRenewal, result: WriteResult | undefined, err: unknown): Promise<void> | void {
+    const l = this.leadership;
+    if (!l || l.renewal !== p) {
+      // We stepped down while the write was in flight; if it landed, our record must be freed.
+      if (result?.ok) this.pendingRelease = result.record;
+      if (result && this.pendingRelease) this.loop.kick();
+      return;
+    }
+    l.renewal = undefined;
+    if (!result) {
       this.reportError(err);
       return this.loop.schedule(this.timing.retryPeriodMs);
-    }
-    if (this.leadership !== l) {
-      // We stepped down while the write was in flight; if it landed, our record must be freed.
-      if (result.ok) this.pendingRelease = result.record;
-      if (this.pendingRelease) this.loop.kick();
-      return;
     }
     if (result.ok) {
       // 4. The deadline moves to renewDeadline after this write's start (the timer reads it).
       l.record = result.record;
-      l.renewStartMs = startMs;
-      this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - startMs });
+      l.renewStartMs = p.startMs;
+      if (this.listenerCount('renewed') > 0) this.emit('renewed', { term: l.term, durationMs: this.clock.monotonicMs() - p.startMs });
       if (result.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
-      return this.loop.scheduleAt(renewalDueMs(startMs, this.timing.retryPeriodMs));
+      return this.loop.scheduleAt(renewalDueMs(p.startMs, this.timing.retryPeriodMs));
     }
     // Changed under us yet still ours (a step-down flag)? Adopt it. Refused at our own revision: lost (e.g. a broken blob lease).
-    const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
+    if (result.current !== undefined) return this.renewalRefused(l, result.current);
+    return this.store.read(this.lock).then((current) => this.renewalRefused(l, current));
+  }
+
+  private renewalRefused(l: Leadership, current: LeaseRecord | null): Promise<void> | void {
     if (this.leadership !== l) return;
     if (current && current.holder === this.identity && current.term === l.term && current.revision !== l.record.revision) {
       l.record = current;

@@ -2,6 +2,7 @@ import type { Clock } from './clock.js';
 import { LeaseLostError } from './errors.js';
 import { DeadlineTimer } from './many-leases.js';
 import type { LeaseRecord } from './store.js';
+import type { PendingRenewal } from './batcher.js';
 
 /**
  * Leadership is one term of leading: the record it holds, when its last successful write was
@@ -11,8 +12,8 @@ import type { LeaseRecord } from './store.js';
 export class Leadership {
   readonly term: number;
   readonly controller = new AbortController();
-  /** Rejects the renewal in flight (set while one is). */
-  cancelRenewal?: (err: Error) => void;
+  /** The renewal last sent (many-leases.ts's sendRenewal); the deadline rejects it if still unanswered. */
+  renewal?: PendingRenewal;
   private readonly timer: DeadlineTimer;
 
   constructor(

@@ -1,7 +1,7 @@
 import type { Clock, TimerHandle } from './clock.js';
-import { batcherFor } from './batcher.js';
+import { batcherFor, type PendingRenewal, type RenewalAnswer } from './batcher.js';
 import { sharedTimers, type SharedTimers } from './shared-timers.js';
-import type { LeaseRecord, LeaseStore, WriteResult } from './store.js';
+import type { LeaseRecord, LeaseStore } from './store.js';
 
 /**
  * The elector's speed-ups for a process that holds many leases (the bench holds 10,000 through
@@ -14,7 +14,10 @@ import type { LeaseRecord, LeaseStore, WriteResult } from './store.js';
  *   renewal (10,000 leases would otherwise churn 10,000 timers per period);
  * - renewal and deadline wake-ups that fall on the same instant share one clock timer
  *   (shared-timers.ts), so 10,000 leaders wait on a handful of timers, not 20,000;
- * - a batch goes to the store as revisions only when it can take them (`renewRevisions`).
+ * - a batch goes to the store as revisions only when it can take them (`renewRevisions`);
+ * - a renewal is one object (batcher.ts's PendingRenewal) answered through a callback each
+ *   elector makes once: no promise or async frame per renewal, which with 10,000 leases all
+ *   out at once were most of what the garbage collector had to copy.
  */
 
 /**
@@ -84,12 +87,12 @@ export class DeadlineTimer {
 }
 
 /**
- * sendRenewal hands a renewal of `l.record` to the store's shared batcher and sets
- * `l.cancelRenewal`. It has no timer of its own: the leadership's deadline timer cancels it, so a
- * renewal still waiting on the store never holds an elector past its deadline.
+ * sendRenewal hands a renewal of `l.record` to the store's shared batcher, sent now (its
+ * deadline counts from this instant), and keeps it as `l.renewal`. It has no timer and no
+ * promise of its own: the answer goes to `answer`, and the leadership's deadline timer cancels a
+ * renewal still waiting on the store (`l.renewal.reject`), so none holds an elector past its
+ * deadline.
  */
-export function sendRenewal(store: LeaseStore, lock: string, l: { readonly record: LeaseRecord; cancelRenewal?: (err: Error) => void }, wallMs: number): Promise<WriteResult> {
-  const p = batcherFor(store).renew(lock, l.record, wallMs);
-  l.cancelRenewal = p.reject;
-  return p.result;
+export function sendRenewal(store: LeaseStore, lock: string, l: { readonly record: LeaseRecord; renewal?: PendingRenewal }, clock: Clock, answer: RenewalAnswer): void {
+  l.renewal = batcherFor(store).renew(lock, l.record, clock.wallMs(), clock.monotonicMs(), answer);
 }

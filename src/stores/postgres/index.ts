@@ -35,6 +35,7 @@ import type {
   LeaseStore,
   LeaseWrite,
   RenewRequest,
+  RevisionRenewal,
   StoreCapabilities,
   WatchListener,
   WriteResult,
@@ -153,6 +154,31 @@ export class PostgresStore implements LeaseStore {
       }
     }
     return results;
+  }
+
+  /**
+   * renewRevisions renews a batch in one statement with revisions only: no record is sent or
+   * returned (the caller builds the renewed record). Each renewed row is still announced by
+   * NOTIFY with the whole record, so standbys anywhere hear it as they hear any renewal.
+   */
+  async renewRevisions(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
+    if (items.length === 0) return [];
+    const locks: string[] = new Array(items.length);
+    const expected: string[] = new Array(items.length);
+    const renewedAt: number[] = new Array(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i]!;
+      locks[i] = it.lock;
+      expected[i] = revisionParam(it.expected);
+      renewedAt[i] = Number.isFinite(it.renewedAt) ? Math.round(it.renewedAt) : 0;
+    }
+    const rows = await this.run((s) => s.renewRevisions, [locks, expected, renewedAt]);
+    const out: (string | null)[] = new Array<string | null>(items.length).fill(null);
+    for (const raw of rows) {
+      const i = Number(raw.i) - 1;
+      if (i >= 0 && i < out.length) out[i] = String(raw.revision);
+    }
+    return out;
   }
 
   async list(): Promise<LeaseRecord[]> {

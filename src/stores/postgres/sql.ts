@@ -129,6 +129,8 @@ export class PostgresStatements {
   /** Create-if-absent ($2 null). */
   readonly create: string;
   readonly renewMany: string;
+  /** The renewal-only batch: revisions in, revisions out, each renewed row still NOTIFYing. */
+  readonly renewRevisions: string;
   readonly ledgerGet: string;
   readonly ledgerCreate: string;
   readonly ledgerUpdate: string;
@@ -204,6 +206,25 @@ export class PostgresStatements {
       UNION ALL
       SELECT req.i, false, ${outCols('cur')}, NULL FROM req LEFT JOIN cur ON cur.lock = req.lock
       WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.i = req.i)`;
+
+    // renewMany for a renewal that changes nothing but renewed_at: $1 locks, $2 expected
+    // revisions, $3 renewed_at. Only new revisions come back (lost items are absent). The NOTIFY
+    // stays, with the whole row as before: standbys in other processes time a lease's expiry from
+    // the renewals they hear of, and the server builds the payload from the row it wrote. A lock
+    // named twice is renewed once, for its first item (the second compares on a gone revision).
+    this.renewRevisions = `
+      WITH req AS (
+        SELECT DISTINCT ON (r.lock) r.* FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(lock, expected, renewed_at, i)
+        ORDER BY r.lock, r.i
+      ), cur AS (
+        SELECT l.lock, l.revision FROM ${n.leases} AS l WHERE l.lock = ANY($1::text[]) ORDER BY l.lock FOR UPDATE
+      ), up AS (
+        UPDATE ${n.leases} AS l SET renewed_at = req.renewed_at, revision = ${nextRevision}
+        FROM req JOIN cur ON cur.lock = req.lock AND cur.revision = req.expected
+        WHERE l.lock = cur.lock
+        RETURNING req.i, ${cols('l')}
+      )
+      SELECT up.i, up.revision::text AS revision, ${notify('up')} FROM up`;
 
     this.ledgerGet = `SELECT key, value, version::text AS version FROM ${n.ledger} WHERE key = $1::text`;
     const ledgerFinish = `

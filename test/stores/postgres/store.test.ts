@@ -231,6 +231,40 @@ describe('postgres: notification', () => {
     }
   });
 
+  it('renewRevisions is one statement and still NOTIFYs each renewed record, whole, to other handles', async () => {
+    const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+    let queries = 0;
+    const query = pool.query.bind(pool);
+    (pool as unknown as { query: unknown }).query = (...args: unknown[]) => {
+      queries++;
+      return (query as (...a: unknown[]) => unknown)(...args);
+    };
+    const writer = store({ pool, listen: false });
+    const watcher = store();
+    const locks = [lockName('rr-notify'), lockName('rr-notify')];
+    const seen = new Map<string, LeaseRecord[]>();
+    const offs = locks.map((l) => watcher.watch!(l, (r) => r && seen.set(l, [...(seen.get(l) ?? []), r])));
+    try {
+      await until('LISTEN in place', () => watcher.listening);
+      const held = await Promise.all(locks.map((l) => writer.write(l, null, acquire('alice', { hostname: 'h1' }))));
+      await until('both acquisitions', () => locks.every((l) => seen.get(l)?.length === 1));
+      queries = 0;
+      const records = held.map((h) => (h as { record: LeaseRecord }).record);
+      const renewedAt = Date.now() + 1000;
+      const revisions = await writer.renewRevisions!(records.map((r) => ({ lock: r.lock, expected: r.revision, renewedAt, leaseDurationMs: r.leaseDurationMs })));
+      assert.equal(queries, 1, 'one statement for the whole batch');
+      await until('both renewals heard', () => locks.every((l) => seen.get(l)?.length === 2));
+      records.forEach((r, i) => {
+        assert.equal(typeof revisions[i], 'string');
+        assert.deepEqual(seen.get(r.lock)![1], { ...r, renewedAt, revision: revisions[i] }, 'the payload is the whole renewed record');
+      });
+    } finally {
+      offs.forEach((off) => off());
+      await writer.close();
+      await pool.end();
+    }
+  });
+
   it('a record too big for a NOTIFY payload is announced without it; the watcher reads', async () => {
     const writer = store();
     const watcher = store();
