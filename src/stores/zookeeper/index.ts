@@ -45,8 +45,12 @@ export type ZooKeeperStoreOptions =
    */
   | { client: ZkClient; root: string; callTimeoutMs?: number; config?: undefined };
 
-/** BASE_SESSION_MS is the timeout of the session used for reads, watches and the ledger before any campaign. */
-const BASE_SESSION_MS = 10_000;
+/**
+ * BASE_SESSION_MS is the timeout of the session used for reads, watches and the ledger before any
+ * campaign. It holds no ephemeral node, so its timeout bounds nothing but how often the client
+ * pings (a third of it, idle) and how soon a silent connection is dropped (two thirds of it).
+ */
+const BASE_SESSION_MS = 30_000;
 
 /** ZooKeeperStore is a queue LeaseStore over Curator's LeaderLatch protocol (see the header comment). */
 export class ZooKeeperStore implements LeaseStore {
@@ -130,6 +134,19 @@ export class ZooKeeperStore implements LeaseStore {
   /** localPorts lists the local TCP ports of this handle's connected sessions (which member each is on shows in `stat`). */
   localPorts(): number[] {
     return [...new Set([this.baseSession, ...this.sessions.values()])].flatMap((s) => (s?.localPort ? [s.localPort] : []));
+  }
+
+  /**
+   * watchSeesExpiry: the lock watch hears every way the entry ahead of a standby can go — a
+   * release or session expiry deletes the node it watches, and a baton leader that stopped
+   * renewing while its session lives is expired by the waiter right behind it (LockWatch,
+   * one stat per lease) — and wakes a standby once it is at the front, so standbys set no
+   * timer of their own. A session that goes deaf without a word is dropped by its read
+   * timeout (ZkSession). Not with a client the application passes in: baton neither drops nor
+   * times its connection, so standbys keep their re-read there.
+   */
+  get watchSeesExpiry(): boolean {
+    return !this.given;
   }
 
   /** watchLive: watches are heard while the session they are set on is connected. */

@@ -1,8 +1,8 @@
 import type { EntryRegistry } from './entries.js';
-import type { Latch } from './latch.js';
 import { participants, toRecord, type Participant, type ZkLayout } from './layout.js';
-import { ZK } from './sdk.js';
+import { ZK, type ZkStat } from './sdk.js';
 import { codeOf, type ZkSession } from './session.js';
+import type { Front, Latch } from './latch.js';
 
 /**
  * LockWatch keeps one ZooKeeper watch armed for a lock on this handle (watches are one-shot, so
@@ -72,17 +72,41 @@ export class LockWatch {
     const f = await this.latch.describe(this.lock, front, session);
     const lease = f?.record ? toRecord(this.lock, f.holder, f.czxid, f.record).leaseDurationMs : 0;
     if (!f?.record || !(lease > 0) || !live()) return;
-    const key = `${f.path}@${f.record.version}`;
+    await this.judgeStale(f, lease, session, live);
+  }
+
+  /**
+   * judgeStale expires the front `f` once its record's version has stood for `leaseMs`, or looks
+   * again when it would have. The look is one stat of the record (lookAgain), not a read of the
+   * line: the line cannot have changed unseen, since a change ahead of us fires our watch.
+   */
+  private async judgeStale(f: Front, leaseMs: number, session: ZkSession, live: () => boolean): Promise<void> {
+    const key = `${f.path}@${f.record!.version}`;
     const now = performance.now();
     if (this.seen?.key !== key) this.seen = { key, atMs: now };
-    const dueMs = this.seen.atMs + lease - now;
+    const dueMs = this.seen.atMs + leaseMs - now;
     if (dueMs <= 0) {
       await this.latch.expire(this.lock, f, session);
       if (live()) void this.arm();
       return;
     }
-    this.staleTimer = setTimeout(() => live() && void this.arm(), dueMs + 5);
+    this.staleTimer = setTimeout(() => live() && void this.lookAgain(f, leaseMs, session, live), dueMs + 5);
     this.staleTimer.unref();
+  }
+
+  /** lookAgain reads the front's record version (one request per lease) and judges again. */
+  private async lookAgain(f: Front, leaseMs: number, session: ZkSession, live: () => boolean): Promise<void> {
+    try {
+      const recordPath = this.layout.recordPath(this.lock, f.participant.uuid!);
+      const stat = await session.call<ZkStat | undefined>('watch', (c, done) => c.exists(recordPath, undefined, (err, st) => done(err, st ?? undefined)));
+      if (!live()) return;
+      if (!stat) return void this.arm();
+      await this.judgeStale({ ...f, record: { data: f.record!.data, version: stat.version } }, leaseMs, session, live);
+    } catch {
+      if (!live()) return;
+      this.retry = setTimeout(() => live() && void this.arm(), 500);
+      this.retry.unref();
+    }
   }
 
   private async arm(): Promise<void> {

@@ -13,7 +13,11 @@
  * - a connection attempt that is not answered within a call deadline is dropped too: the
  *   client times the TCP connect only, not the handshake after it;
  * - once expired, the client is dropped and a new one made on the next call; `onExpired` tells
- *   the store, whose nodes of that session are gone.
+ *   the store, whose nodes of that session are gone;
+ * - a connection that has heard nothing for two thirds of the session timeout is dropped (the
+ *   read timeout ZooKeeper's own Java client keeps): the client pings after a third of it idle,
+ *   so a live server is heard from at least that often, and a session that only holds watches
+ *   (a standby's, which makes no calls) still finds out that its member froze or vanished.
  * Nobody's safety rests on hearing about expiry: an elector steps down on its own deadline.
  */
 import { StoreUnavailableError } from '../../core/errors.js';
@@ -38,6 +42,9 @@ export class ZkSession {
   private up = false;
   private waiting: (() => void)[] = [];
   private closed = false;
+  private lastHeardMs = 0;
+  private deafTimer?: NodeJS.Timeout;
+  private heardSocket?: NodeJS.EventEmitter;
   /** Bumped for every client, so events of a dropped client are ignored. */
   generation = 0;
 
@@ -107,6 +114,7 @@ export class ZkSession {
     if (this.closed) return;
     this.closed = true;
     this.up = false;
+    clearInterval(this.deafTimer);
     for (const w of this.waiting.splice(0)) w();
     if (this.client && !this.given) this.client.close();
     this.client = undefined;
@@ -123,6 +131,7 @@ export class ZkSession {
       const name = state.getName();
       if (name === 'SYNC_CONNECTED') {
         this.up = true;
+        this.listenForSilence(client);
         for (const w of this.waiting.splice(0)) w();
         this.events.connected(this, fresh);
         fresh = false;
@@ -145,6 +154,30 @@ export class ZkSession {
     if (!this.given) client.connect();
     else if (client.getState().getName() === 'SYNC_CONNECTED') this.up = true;
     return client;
+  }
+
+  /**
+   * listenForSilence starts the read timeout for the connection just made: every third of the
+   * negotiated session timeout, a connection silent for two thirds of it is dropped. The check
+   * looks again after pending I/O (setImmediate) before it drops anything, so an event loop that
+   * was itself stalled does not mistake its own backlog for a silent server.
+   */
+  private listenForSilence(client: ZkClient): void {
+    clearInterval(this.deafTimer);
+    const socket = (client as unknown as { connectionManager?: { socket?: NodeJS.EventEmitter } }).connectionManager?.socket;
+    const timeoutMs = client.getSessionTimeout();
+    if (this.given || !socket || !(timeoutMs > 0)) return;
+    this.lastHeardMs = performance.now();
+    if (socket !== this.heardSocket) {
+      this.heardSocket = socket;
+      socket.on('data', () => (this.lastHeardMs = performance.now()));
+    }
+    const limitMs = (timeoutMs * 2) / 3;
+    const silent = () => this.client === client && this.up && performance.now() - this.lastHeardMs > limitMs;
+    this.deafTimer = setInterval(() => {
+      if (silent()) setImmediate(() => silent() && this.kick(client));
+    }, timeoutMs / 3);
+    this.deafTimer.unref();
   }
 
   /** kick drops a connection that stopped answering, so the client reconnects (possibly to another member). */
