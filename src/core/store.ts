@@ -220,11 +220,12 @@ export interface LeaseQueue {
    * the lock's listeners are called (with `undefined`): campaign again to claim it. An entry
    * that was already answered `ok` is never handed its term twice: it is replaced.
    *
-   * Claiming the front needs no write: the entry's place and term were fixed when it was
-   * created. A store may answer `ok` for an entry it knows to be at the front with no round trip
-   * at all (`leaseAgeMs`, within `options.claimWithinMs`), or after one that refreshes the entry's
-   * lease; either way the leader's deadline is anchored at a send the server answered, before
-   * which nobody behind the entry could lead.
+   * Claiming the front needs no write for the place or the term (both were fixed when the entry
+   * was created); what it needs is an anchor for the leader's deadline: a send the server
+   * answered, after which the entry lives at least leaseDurationMs, so nobody behind it can lead
+   * before the deadline. etcd answers `ok` for an entry it knows to be at the front with no round
+   * trip (`leaseAgeMs`, within `options.claimWithinMs`) or after a keepalive and a read;
+   * ZooKeeper writes the entry's record through its session (a read there would not do).
    */
   campaign(lock: string, candidate: LeaseWrite, options?: CampaignOptions): Promise<CampaignResult>;
   /**
