@@ -29,7 +29,9 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  *    from when we first saw that revision. No wall time written by another host is compared.
  *    Stores with server-side expiry remove the record themselves; we never take it over.
  * 3. (campaignInQueue) On a queue store, a candidate enqueues and leads once its entry is at the
- *    front; the term is the entry's creation sequence. It never takes over anyone's entry.
+ *    front; the term is the entry's creation sequence. It never takes over anyone's entry. A
+ *    store may claim a front entry with no round trip: its deadline (rule 4) then counts from
+ *    the send of the last refresh of the entry's lease that the server answered.
  * 4. (accept, renew) Leading means holding the lease with the local deadline not passed. The
  *    deadline is renewDeadline after the *start* of the last successful write. Any observer saw
  *    that write after it started, so it cannot count the lease expired before start +
@@ -308,8 +310,18 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private async campaignInQueue(queue: LeaseQueue): Promise<void> {
     this.notified = NOTHING;
     const startMs = this.clock.monotonicMs();
-    // 3. Enqueue; the store tells whether our entry is at the front.
-    const result = await queue.campaign(this.lock, this.acquisition(this.observed?.record ?? null));
+    // 3. Enqueue; the store tells whether our entry is at the front. A front entry may be claimed
+    // with no round trip if its lease's last checked refresh leaves a renewal's worth of time.
+    const claimWithinMs = this.timing.renewDeadlineMs - this.timing.retryPeriodMs;
+    const result = await queue.campaign(this.lock, this.acquisition(this.observed?.record ?? null), { claimWithinMs });
+    if (result.ok && result.leaseAgeMs !== undefined) {
+      // 4. Claimed on what the store already knew: the deadline counts from the refresh the
+      // lease was last known by, sent before this call. Renew at once, which also lets the store
+      // write the record it kept from when the entry queued.
+      this.accept(result.record, Math.min(startMs, this.clock.monotonicMs() - result.leaseAgeMs));
+      if (this.leadership) this.loop.again();
+      return;
+    }
     if (result.ok) return this.accept(result.record, startMs);
     if (this.state !== 'running') return;
     if (result.current !== undefined) this.observe(result.current);

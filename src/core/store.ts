@@ -183,8 +183,22 @@ export interface StoreCapabilities {
  * CampaignResult is where a campaign left its candidate: `ok` when its entry is at the front
  * (it leads, `record` is its record), otherwise waiting behind `current` — the entry that leads
  * (null when none is visible, undefined when the store cannot tell cheaply).
+ *
+ * `leaseAgeMs` (only with `ok`) is set when the store claimed the front with no round trip of
+ * its own: the entry's lease was last known refreshed — a request that the server answered, and
+ * that was *sent* this many ms before the answer — and not after the campaign call began. The
+ * elector then counts its leadership from that send, not from the call (rule 4 of the elector).
  */
-export type CampaignResult = WriteResult;
+export type CampaignResult = WriteResult & { readonly leaseAgeMs?: number };
+
+/**
+ * CampaignOptions: `claimWithinMs` is the oldest a front entry's last checked lease refresh may
+ * be for the store to claim it with no round trip (see `leaseAgeMs`); 0 or absent: the store
+ * makes one round trip that refreshes the lease before it answers `ok`.
+ */
+export interface CampaignOptions {
+  readonly claimWithinMs?: number;
+}
 
 /**
  * LeaseQueue is the queue kind's own verbs, after etcd's `concurrency.Election` (Campaign,
@@ -205,8 +219,15 @@ export interface LeaseQueue {
    * by the store while `watch(lock)` is subscribed on this handle; when it reaches the front
    * the lock's listeners are called (with `undefined`): campaign again to claim it. An entry
    * that was already answered `ok` is never handed its term twice: it is replaced.
+   *
+   * Claiming the front needs no write for the place or the term (both were fixed when the entry
+   * was created); what it needs is an anchor for the leader's deadline: a send the server
+   * answered, after which the entry lives at least leaseDurationMs, so nobody behind it can lead
+   * before the deadline. etcd answers `ok` for an entry it knows to be at the front with no round
+   * trip (`leaseAgeMs`, within `options.claimWithinMs`) or after a keepalive and a read;
+   * ZooKeeper writes the entry's record through its session (a read there would not do).
    */
-  campaign(lock: string, candidate: LeaseWrite): Promise<CampaignResult>;
+  campaign(lock: string, candidate: LeaseWrite, options?: CampaignOptions): Promise<CampaignResult>;
   /**
    * withdraw takes `holder`'s waiting entry for `lock` on this handle out of the queue (etcd's
    * Resign of a candidate that does not lead). A leading entry is left alone: it is released

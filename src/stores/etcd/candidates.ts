@@ -1,3 +1,4 @@
+import type { IKeyValue } from 'etcd3';
 import type { LeaseRecord } from '../../core/store.js';
 import type { KeepAliveStream } from './keepalive.js';
 
@@ -5,9 +6,11 @@ import type { KeepAliveStream } from './keepalive.js';
  * CandidateState is where a candidate stands:
  * - `queued`: its key exists (or is being created) behind another; kept alive in the background
  *   while this handle watches the lock (an elector always does), otherwise left to expire.
- * - `first`: its key became the lowest but its elector has not claimed it yet; no longer kept
- *   alive in the background, so an elector that has gone away cannot hold the lock for longer
- *   than one TTL.
+ * - `first`: its key is known to be the lowest — a linearizable read showed it at the front, or
+ *   the watch saw the deletion of the key that such a read showed right ahead of it at the front
+ *   (a later key always has a higher create revision, so none can come ahead) — but its elector
+ *   has not claimed it yet; no longer kept alive in the background, so an elector that has gone
+ *   away cannot hold the lock for longer than one TTL.
  * - `leading`: reported to its elector as acquired; its lease lives only by the elector's
  *   renewals, so a leader that stops renewing really expires on the server.
  */
@@ -26,6 +29,20 @@ export interface Candidate {
   state: CandidateState;
   /** The record last handed to the elector while leading (renewals compare against it). */
   record?: LeaseRecord;
+  /** The candidate's key as last seen (read, or answered by a put of ours), for a claim with no write. */
+  kv?: IKeyValue;
+  /**
+   * Monotonic ms (performance.now()) at which the last refresh of the lease that counts as
+   * checked was sent: the lease grant, or a keepalive answered TTL > 0 whose raft term a
+   * linearizable request sent with it vouched for (see staleKeepalive). The lease lives at least
+   * a TTL past it. Background keepalives (no such request) do not move it.
+   */
+  checkedAtMs?: number;
+  /**
+   * The value a claim with no write owes the key (the leader's acquiredAt, transitions, metadata):
+   * written by the leader's first renewal, in the txn that checks the key anyway.
+   */
+  owedValue?: Buffer;
   /** Monotonic ms at which the background keepalive is next due (queued only). */
   dueMs: number;
 }
@@ -154,4 +171,9 @@ export class CandidateRegistry {
     }
     this.reschedule();
   }
+}
+
+/** noteKv keeps `kv` as the candidate's key as last seen, unless an answer seen earlier was newer. */
+export function noteKv(c: Candidate, kv: IKeyValue): void {
+  if (!c.kv || BigInt(kv.mod_revision) >= BigInt(c.kv.mod_revision)) c.kv = kv;
 }

@@ -1,7 +1,7 @@
 import type { IKeyValue, IRangeRequest } from 'etcd3';
 import { StoreUnavailableError } from '../../core/errors.js';
-import type { LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
-import type { Candidate, CandidateRegistry } from './candidates.js';
+import type { CampaignOptions, CampaignResult, LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
+import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
 import { staleKeepalive, type KeepAliveAnswers, type KeepAliveStream } from './keepalive.js';
@@ -31,6 +31,10 @@ interface RenewItem {
  *
  * - campaign: a candidate puts `<lock>/<lease hex>` with its lease, in a txn that creates the
  *   key only if its create revision is 0; it leads iff its key has the lowest create revision.
+ * - claim: a candidate known to be at the front (state `first`) leads with no write — its place
+ *   and term were fixed when its key was created — and with no round trip at all when its
+ *   lease's last checked refresh is recent enough (see `claim`). The value it queued with is
+ *   brought up to date by its first renewal.
  * - the fencing token is the leader key's create revision.
  * - renewal: one keepalive of the leader's lease plus a read of its key, sent together.
  * - step-down flag: the leader key's value is rewritten with the same lease (create revision,
@@ -70,7 +74,10 @@ export class Election {
     const first = kvs[0];
     if (!first) return null;
     const own = this.registry.withKey(first.key);
-    if (own?.state === 'queued') this.registry.setState(own, 'first');
+    if (own?.state === 'queued') {
+      noteKv(own, first);
+      this.registry.setState(own, 'first');
+    }
     return toRecord(lock, first);
   }
 
@@ -79,7 +86,7 @@ export class Election {
    * whether it leads: its key has the lowest create revision. From a leading answer on, its
    * lease lives only by renewals (see CandidateState).
    */
-  campaign(lock: string, next: LeaseWrite): Promise<WriteResult> {
+  campaign(lock: string, next: LeaseWrite, options: CampaignOptions = {}): Promise<CampaignResult> {
     const identity = next.holder!;
     return this.registry.serial(lock, identity, async () => {
       let candidate = this.registry.get(lock, identity);
@@ -98,10 +105,20 @@ export class Election {
         // asks again every lease or so while it waits). Only a claim rewrites the key.
         const seen = await this.candidates(lock);
         const i = seen.kvs.findIndex((kv) => kv.key.toString() === candidate!.key);
+        if (i >= 0) noteKv(candidate, seen.kvs[i]!);
         if (i > 0) {
           this.changed(lock, seen);
           return { ok: false, current: toRecord(lock, seen.kvs[0]!) };
         }
+        // The read shows it at the front: claimed below, like one the watch found there.
+        if (i === 0 && candidate.state === 'queued') this.registry.setState(candidate, 'first');
+      }
+      if (candidate?.state === 'first') {
+        const claimed = await this.claim(candidate, next, options.claimWithinMs ?? 0);
+        if (claimed) return claimed;
+        // Its lease or key is gone: start over with a new lease.
+        void this.retire(candidate);
+        candidate = undefined;
       }
       for (let attempt = 0; attempt < 2; attempt++) {
         const fresh = !candidate;
@@ -117,12 +134,55 @@ export class Election {
     });
   }
 
+  /**
+   * claim makes a candidate known to be at the front (state `first`) the leader, with no write.
+   *
+   * Why it is safe, with no write and possibly no round trip:
+   * - Nobody else leads while its key exists. No key with a lower create revision exists (that is
+   *   what `first` means) and none can appear: etcd gives every new key a higher one.
+   * - Its key exists until its lease goes (only its own handle deletes it otherwise, on release
+   *   or withdraw). The lease lives at least a TTL ≥ leaseDurationMs past `checkedAtMs`, the send
+   *   of a refresh that the server answered (a grant, or a keepalive vouched for by a request's
+   *   raft term). The elector's deadline is renewDeadline < leaseDurationMs past that send, so
+   *   it has stopped before the key can expire and the next candidate lead. A refresh older than
+   *   `withinMs` is made again here, with a read of the key, before answering (no write either).
+   * - The term, the key's create revision, is above every earlier leader's: a key that led
+   *   before this one was at the front while this one existed, so it was created earlier.
+   * The key still holds the value it was queued with; the leader's acquiredAt, transitions and
+   * metadata are kept in `owedValue`, which the first renewal writes in the txn that checks the
+   * key anyway (the elector renews at once after such a claim).
+   */
+  private async claim(c: Candidate, next: LeaseWrite, withinMs: number): Promise<CampaignResult | undefined> {
+    if (!c.kv || c.checkedAtMs === undefined || !(performance.now() - c.checkedAtMs <= withinMs)) {
+      const sentMs = performance.now();
+      const [answers, res] = await Promise.all([
+        this.keepalive.batch([c.leaseId]),
+        this.rpc.call(`claim "${c.lock}"`, (o) => this.rpc.client.kv.range({ key: Buffer.from(c.key) }, o)),
+      ]);
+      const stale = staleKeepalive(answers.term, Number(res.header.raft_term));
+      if (stale) throw new StoreUnavailableError(stale);
+      const kv = res.kvs[0];
+      if ((answers.ttls[0] ?? 0) === 0 || !kv || kv.create_revision !== c.createRevision) return undefined;
+      c.checkedAtMs = sentMs;
+      c.kv = kv;
+    }
+    // Retired meanwhile (its lease found gone by the background keepalive): not ours to claim.
+    if (this.registry.withKey(c.key) !== c || c.state !== 'first') return undefined;
+    c.owedValue = encodeValue(next, c.identity);
+    this.registry.setState(c, 'leading');
+    // As the elector will have it once the owed value is written (the same key and revision now).
+    c.record = toRecord(c.lock, { ...c.kv, value: c.owedValue });
+    this.changed(c.lock);
+    return { ok: true, record: c.record, leaseAgeMs: performance.now() - c.checkedAtMs! };
+  }
+
   private async campaignOnce(c: Candidate, next: LeaseWrite, fresh: boolean): Promise<WriteResult | undefined> {
     const key = Buffer.from(c.key);
     const put = { request_put: { key, value: encodeValue(next, c.identity), lease: c.leaseId } };
     const range = { request_range: this.rangeOf(c.lock) };
     let res;
     let answers: KeepAliveAnswers;
+    const sentMs = performance.now();
     try {
       [res, answers] = await Promise.all([
         this.rpc.call(`campaign "${c.lock}"`, (o) =>
@@ -152,6 +212,10 @@ export class Election {
     const mine = kvs.find((kv) => kv.key.equals(key));
     if (!mine) return undefined;
     c.createRevision = mine.create_revision;
+    c.kv = mine;
+    c.owedValue = undefined;
+    // A fresh lease was checked by its grant (enlist); an older one by the keepalive just sent.
+    if (!fresh) c.checkedAtMs = sentMs;
     // The txn read the lock's candidates after its put: the lock's watch can start from that.
     const seen = { kvs, revision: res.header.revision };
     if (kvs[0] === mine) {
@@ -176,6 +240,8 @@ export class Election {
   /** enlist grants a lease for a new candidate: TTL = leaseDurationMs rounded up to whole seconds. */
   private async enlist(lock: string, identity: string, leaseDurationMs: number): Promise<Candidate> {
     const ttl = Math.max(1, Math.ceil(leaseDurationMs / 1000));
+    // The grant goes through raft after this: the lease lives at least a TTL past this instant.
+    const sentMs = performance.now();
     const g = await this.rpc.call('lease grant', (o) => this.rpc.client.leaseClient.leaseGrant({ TTL: ttl }, o));
     const c: Candidate = {
       lock,
@@ -186,6 +252,7 @@ export class Election {
       createRevision: '0',
       state: 'queued',
       dueMs: 0,
+      checkedAtMs: sentMs,
     };
     this.registry.add(c);
     return c;
@@ -257,14 +324,20 @@ export class Election {
     // The revision each check is made against: the record may be replaced while this is in
     // flight (this handle rewrote the key), and a check of the old one says nothing of the new.
     const expected = items.map(({ c }) => c.record!.revision);
+    // A leader that claimed with no write owes its key its value: put in the success branch,
+    // so only onto the key as it was claimed (never over a step-down flag written since).
+    const owed = items.map(({ c }) => c.owedValue);
     const checks = [];
     for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
-      const keys = items.slice(i, i + MAX_TXN_OPS).map(({ c }) => Buffer.from(c.key));
+      const chunk = items.slice(i, i + MAX_TXN_OPS);
+      const keys = chunk.map(({ c }) => Buffer.from(c.key));
+      const puts = chunk.flatMap(({ c }, k) => (owed[i + k] ? [{ request_put: { key: keys[k]!, value: owed[i + k]!, lease: c.leaseId } }] : []));
       checks.push(
         this.rpc.call('renew', (o) =>
           this.rpc.client.kv.txn(
             {
               compare: keys.map((key, k) => ({ key, target: 'Mod', result: 'Equal', mod_revision: modRevisionOf(expected[i + k]!) })),
+              success: puts,
               failure: keys.map((key) => ({ request_range: { key } })),
             },
             o,
@@ -284,6 +357,14 @@ export class Election {
         if (ttl === 0) return this.judgeRenewal(c, undefined, ttl, renewedAt); // the lease is gone
         // Replaced meanwhile: hand back the record as it now is; its elector renews that one.
         if (c.record!.revision !== expected[i]) return { ok: false, current: c.record };
+        const value = owed[i];
+        if (value && c.kv) {
+          // The owed value is written: the key's mod revision is the txn's.
+          c.kv = { ...c.kv, value, mod_revision: txn.header.revision };
+          if (c.owedValue === value) c.owedValue = undefined;
+          c.record = Object.freeze({ ...toRecord(c.lock, c.kv), renewedAt });
+          return { ok: true, record: c.record };
+        }
         c.record = Object.freeze({ ...c.record!, renewedAt });
         return { ok: true, record: c.record };
       }
@@ -299,7 +380,10 @@ export class Election {
       return { ok: false, current: undefined };
     }
     if (revisionOf(kv) !== c.record!.revision) {
-      // Still ours, but someone rewrote it (the step-down flag): hand back what is there.
+      // Still ours, but someone rewrote it (the step-down flag): hand back what is there. Its
+      // value stands; one owed from a claim is dropped (it would undo the flag).
+      c.owedValue = undefined;
+      c.kv = kv;
       c.record = toRecord(c.lock, kv);
       return { ok: false, current: c.record };
     }
@@ -354,8 +438,13 @@ export class Election {
       const kv = res.responses[0]!.response_range.kvs[0];
       return { ok: false, current: kv && kv.create_revision === leader.create_revision ? toRecord(lock, kv) : undefined };
     }
-    const record = toRecord(lock, { ...leader, value, mod_revision: res.header.revision });
-    if (local) local.record = record;
+    const kv = { ...leader, value, mod_revision: res.header.revision };
+    const record = toRecord(lock, kv);
+    if (local) {
+      local.record = record;
+      local.kv = kv;
+      local.owedValue = undefined; // the value written here stands (it carries the flag)
+    }
     return { ok: true, record };
   }
 

@@ -23,7 +23,7 @@
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { InvalidConfigError, StoreClosedError } from '../../core/errors.js';
-import type { CampaignResult, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
+import type { CampaignOptions, CampaignResult, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, RenewRequest, StoreCapabilities, WatchListener, WriteResult } from '../../core/store.js';
 import { CandidateRegistry, type Candidate } from './candidates.js';
 import { inChunks } from './chunks.js';
 import { Rpc, createClient } from './client.js';
@@ -100,10 +100,10 @@ export class EtcdStore implements LeaseStore {
     this.hub = new WatchHub(this.rpc);
     this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
     this.queue = Object.freeze({
-      campaign: async (lock: string, candidate: LeaseWrite): Promise<CampaignResult> => {
+      campaign: async (lock: string, candidate: LeaseWrite, options?: CampaignOptions): Promise<CampaignResult> => {
         this.guard();
         if (candidate.holder === null) throw new InvalidConfigError('etcd: a campaign needs a holder');
-        return this.election.campaign(lock, candidate);
+        return this.election.campaign(lock, candidate, options);
       },
       withdraw: async (lock: string, holder: string): Promise<void> => {
         this.guard();

@@ -1,6 +1,6 @@
 import type { IEvent, IKeyValue } from 'etcd3';
 import type { WatchListener } from '../../core/store.js';
-import type { CandidateRegistry } from './candidates.js';
+import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import type { CandidatesRead, Election } from './election.js';
 import { directCandidates, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 import type { Limiter } from './limiter.js';
@@ -10,8 +10,11 @@ import type { WatchHub } from './watch-hub.js';
 type Target =
   /** The current leader's key: a put (step-down flag) or its deletion changes who leads. */
   | { kind: 'leader'; key: Buffer }
-  /** The key just ahead of one of our queued candidates: only its deletion matters. */
-  | { kind: 'predecessor'; key: Buffer }
+  /**
+   * The key just ahead of one of our queued candidates (`behind`): only its deletion matters.
+   * `front`: the read it follows showed that key at the front, so its deletion puts `behind` there.
+   */
+  | { kind: 'predecessor'; key: Buffer; behind: Candidate; front: boolean }
   /** The lock is free: the first candidate key to appear. */
   | { kind: 'creation'; key: Buffer };
 
@@ -22,8 +25,11 @@ const MAX_BACKOFF_MS = 1000;
  * rule that a waiter watches only its predecessor (no thundering herd):
  *
  * - for each of this handle's queued candidates, the key just ahead of it (the greatest create
- *   revision below its own); when that one goes, it reads again and either finds a new
- *   predecessor or finds its candidate at the front, and only then wakes the listeners;
+ *   revision below its own). If the read showed that key at the front, its deletion puts our
+ *   candidate at the front — nothing can be created ahead of it — so it is marked `first` and
+ *   the listeners are woken at once, with no read (its elector then claims it with no write:
+ *   Election.claim). Otherwise it reads again and either finds a new predecessor or finds its
+ *   candidate at the front, and only then wakes the listeners;
  * - with no queued candidate here (or when the leader is this handle's), the current leader key
  *   (puts and deletion), or, when the lock is free, the creation of the first candidate key.
  *
@@ -165,15 +171,19 @@ export class LockWatch {
     let wake = this.missed && !this.ledUnchangedByUs(kvs[0]);
     this.missed = false;
     const targets = new Map<string, Target>();
-    const add = (t: Target) => targets.set(`${t.kind}:${t.key.toString('hex')}`, t);
+    // A predecessor's id names whom it is ahead of and whether it was at the front: a watch made
+    // for one reading is never taken for another (it is cancelled and made again instead).
+    const add = (t: Target) =>
+      targets.set(`${t.kind}:${t.key.toString('hex')}${t.kind === 'predecessor' ? `:${t.behind.key}:${t.front}` : ''}`, t);
     let queued = false;
     for (const c of this.registry.ofLock(this.lock)) {
       if (c.state === 'leading') continue;
       const i = kvs.findIndex((kv) => kv.key.toString() === c.key);
       if (i < 0) continue; // not created yet, or already gone
       queued = true;
+      noteKv(c, kvs[i]!);
       if (i > 0) {
-        add({ kind: 'predecessor', key: kvs[i - 1]!.key });
+        add({ kind: 'predecessor', key: kvs[i - 1]!.key, behind: c, front: i === 1 });
         continue;
       }
       add({ kind: 'leader', key: kvs[0]!.key });
@@ -240,6 +250,18 @@ export class LockWatch {
       return this.refresh();
     }
     const last = events[events.length - 1]!;
+    if (target.kind === 'predecessor' && target.front && events.some((e) => e.type === 'Delete')) {
+      // The front key went, and `behind` was right behind it in the read this watch follows
+      // (every event here is after that read). If `behind` is still that same candidate, still
+      // waiting, it is at the front now; a candidate retired and queued again since is a new
+      // object with a new key, and is not matched here. Its elector claims it (Election.claim).
+      const c = target.behind;
+      if (this.registry.withKey(c.key) === c && c.state === 'queued') {
+        this.registry.setState(c, 'first');
+        this.emit(undefined);
+      }
+      return this.refresh();
+    }
     if (last.type === 'Delete') {
       if (target.kind === 'leader') this.emit(undefined);
       return this.refresh();

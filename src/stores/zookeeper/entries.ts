@@ -4,6 +4,9 @@ import type { ZkSession } from './session.js';
  * Entry is one (lock, identity) campaigning through this store handle: one latch node and one
  * record node, both ephemeral in `session`.
  * - `queued`: behind another entry; lives as long as its session (the handle is open).
+ * - `first`: known to be at the front — a read showed it there, or the watch saw the deletion of
+ *   the node that such a read showed at the front right ahead of it (sequence numbers only grow,
+ *   so nothing can come ahead) — but not claimed yet: its campaign claims it with no read.
  * - `leading`: reported to its elector as leading; renewed by its elector's writes. An entry
  *   reported once is never reported again: a new campaign replaces it (a new node, a new term).
  */
@@ -22,7 +25,7 @@ export interface Entry {
   readonly czxid: number;
   /** Version of the record node as last written by this handle. */
   recordVersion: number;
-  state: 'queued' | 'leading';
+  state: 'queued' | 'first' | 'leading';
 }
 
 /**

@@ -104,19 +104,22 @@ export class Latch {
       await this.clearSuspects(lock, identity, session);
       for (let attempt = 0; attempt < 2; attempt++) {
         e ??= await this.enlist(lock, identity, next, session);
-        const ps = await this.line(lock, session);
-        const i = ps.findIndex((p) => p.name === e!.name);
-        if (i < 0) {
-          // Gone: its session expired, or someone deleted it. Queue again.
-          this.entries.remove(e);
-          e = undefined;
-          continue;
-        }
-        if (i > 0) {
-          e.state = 'queued';
-          this.changed(lock);
-          const f = await this.describe(lock, ps[0]!, session);
-          return { ok: false, current: f ? toRecord(lock, f.holder, f.czxid, f.record) : undefined };
+        // An entry known to be at the front (LockWatch) is claimed without reading the line again.
+        if (e.state !== 'first') {
+          const ps = await this.line(lock, session);
+          const i = ps.findIndex((p) => p.name === e!.name);
+          if (i < 0) {
+            // Gone: its session expired, or someone deleted it. Queue again.
+            this.entries.remove(e);
+            e = undefined;
+            continue;
+          }
+          if (i > 0) {
+            e.state = 'queued';
+            this.changed(lock);
+            const f = await this.describe(lock, ps[0]!, session);
+            return { ok: false, current: f ? toRecord(lock, f.holder, f.czxid, f.record) : undefined };
+          }
         }
         const claimed = await this.claim(e, next);
         if (claimed) return claimed;
@@ -127,11 +130,23 @@ export class Latch {
     });
   }
 
-  /** claim writes the front entry's record (on its version) and reports it leading; undefined if its record is gone. */
+  /**
+   * claim writes the front entry's record (on its version) in a multi that checks its latch node
+   * still exists, and reports it leading; undefined if either node is gone. The write is the
+   * anchor of the leader's deadline: a write answered through the entry's session was heard by
+   * the ensemble's leader after the campaign began, so the session (timeout ≥ leaseDurationMs)
+   * and its nodes outlive the deadline. A read or a ping is answered by the member the client
+   * is connected to, which does not show that the leader heard the session (docs/PERFORMANCE.md).
+   */
   private async claim(e: Entry, next: LeaseWrite): Promise<WriteResult | undefined> {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        const stat = await e.session.call<{ version: number }>(`campaign "${e.lock}"`, (c, done) => c.setData(e.recordPath, encodeWrite(next, e.czxid), e.recordVersion, done));
+        const version = e.recordVersion;
+        const results = await e.session.call<{ stat?: { version: number } }[]>(`campaign "${e.lock}"`, (c, done) =>
+          fixVersion(c.transaction().check(e.path, -1).setData(e.recordPath, encodeWrite(next, e.czxid), version), version).commit((err, res) => done(err, res)),
+        );
+        const stat = results[1]?.stat;
+        if (!stat) throw new Error(`zookeeper: campaign "${e.lock}": the multi answered without the record's new version`);
         e.recordVersion = stat.version;
         e.state = 'leading';
         this.changed(e.lock);

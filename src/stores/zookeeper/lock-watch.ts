@@ -1,4 +1,4 @@
-import type { EntryRegistry } from './entries.js';
+import type { Entry, EntryRegistry } from './entries.js';
 import { participants, toRecord, type Participant, type ZkLayout } from './layout.js';
 import { ZK, type ZkStat } from './sdk.js';
 import { codeOf, type ZkSession } from './session.js';
@@ -8,7 +8,10 @@ import type { Front, Latch } from './latch.js';
  * LockWatch keeps one ZooKeeper watch armed for a lock on this handle (watches are one-shot, so
  * it re-arms after each), chosen by where this handle stands in the lock's line:
  * - a waiting entry watches only its predecessor's node (no herd when the leader goes); when it
- *   reaches the front, the listeners are told (`undefined`): campaign to claim it;
+ *   reaches the front, the listeners are told (`undefined`): campaign to claim it. When the
+ *   read showed the predecessor at the front, its deletion alone puts the entry at the front
+ *   (sequence numbers only grow): it is marked `first` and the listeners are told with no read,
+ *   and the campaign claims it without reading the line again (Latch.campaign);
  * - a leading entry watches its own latch node (deleted by a release elsewhere, or expiry); a
  *   step-down flag is seen by the next renewal, whose compare-and-set then fails;
  * - a handle with no entry watches the lock's children and the front's record (every change).
@@ -22,6 +25,8 @@ export class LockWatch {
   /** The front entry's record as first seen here (path and version), and when, on our monotonic clock. */
   private seen?: { key: string; atMs: number };
   private staleTimer?: NodeJS.Timeout;
+  /** The front node a waiting entry of ours was right behind, in the read that armed the watch on it. */
+  private frontAhead?: { path: string; entry: Entry };
 
   constructor(
     private readonly lock: string,
@@ -43,6 +48,24 @@ export class LockWatch {
   };
   private readonly onMove = () => {
     if (!this.closed) void this.arm();
+  };
+  /**
+   * onFrontGone watches the front node when an entry of ours is right behind it. Node paths are
+   * never reused (a sequence number and a uuid each), so a deletion of that path, from whichever
+   * arming, means what it meant when it was armed: the entry is at the front, if it still exists
+   * in the same session — which its claim checks in the same multi as its write.
+   */
+  private readonly onFrontGone = (event: unknown) => {
+    if (this.closed) return;
+    const ahead = this.frontAhead;
+    const e = ahead?.entry;
+    if (ahead && e && isDeletionOf(event, ahead.path) && this.entries.get(this.lock, e.identity) === e && e.state === 'queued') {
+      this.frontAhead = undefined;
+      e.state = 'first';
+      this.emit();
+      return;
+    }
+    void this.arm();
   };
 
   /** refresh re-arms from scratch (this handle's entries changed, or the connection came back). */
@@ -120,6 +143,8 @@ export class LockWatch {
       const mine = this.entries.ofLock(this.lock);
       const leading = mine.find((e) => e.state === 'leading');
       const waiting = mine.find((e) => e.state === 'queued');
+      // An entry at the front not claimed yet: its campaign claims it, then re-arms (changed).
+      if (!leading && mine.some((e) => e.state === 'first')) return;
       if (leading) {
         const stat = await session.call('watch', (c, done) => c.exists(leading.path, fired(true), done));
         if (!stat && live()) this.emit();
@@ -129,10 +154,13 @@ export class LockWatch {
         const i = line.findIndex((p) => p.name === waiting.name);
         if (i <= 0) {
           // At the front (or gone): the elector campaigns to claim it (or to queue again).
+          if (i === 0) waiting.state = 'first';
           this.emit();
           return;
         }
-        const stat = await session.call('watch', (c, done) => c.exists(`${dir}/${line[i - 1]!.name}`, fired(false), done));
+        const ahead = `${dir}/${line[i - 1]!.name}`;
+        if (i === 1) this.frontAhead = { path: ahead, entry: waiting };
+        const stat = await session.call('watch', (c, done) => c.exists(ahead, i === 1 ? this.onFrontGone : fired(false), done));
         if (!stat && live()) return void this.arm();
         if (i === 1 && live()) await this.watchForStale(line[0]!, session, live);
       } else {
@@ -153,4 +181,10 @@ export class LockWatch {
       this.retry.unref();
     }
   }
+}
+
+/** isDeletionOf tells whether a node-zookeeper-client watch event is the deletion of `path`. */
+function isDeletionOf(event: unknown, path: string): boolean {
+  const ev = event as { name?: string; path?: string } | undefined;
+  return ev?.name === 'NODE_DELETED' && ev.path === path;
 }
