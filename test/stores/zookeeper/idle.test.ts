@@ -54,6 +54,8 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 class CountingProxy {
   port = 0;
   readonly ops = new Map<string, number>();
+  /** When the client side last sent anything (performance.now()). */
+  lastSentMs = 0;
   private server?: Server;
   private readonly open = new Set<Socket>();
   private readonly silenced = new Set<Socket>();
@@ -64,6 +66,7 @@ class CountingProxy {
       let handshake = true;
       client.on('data', (chunk) => {
         upstream.write(chunk);
+        this.lastSentMs = performance.now();
         buffered = Buffer.concat([buffered, chunk]);
         while (buffered.length >= 4 && buffered.length >= 4 + buffered.readInt32BE(0)) {
           const frame = buffered.subarray(4, 4 + buffered.readInt32BE(0));
@@ -160,7 +163,9 @@ describe('zookeeper: idle standby', () => {
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
       await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
-      await sleep(500);
+      // Silence only a standby at rest: a call of its start-up still in flight would time out
+      // and reconnect at once, which is not what this test is about.
+      await until(() => performance.now() - proxy.lastSentMs > 1_500, 20_000, 'the standby to go quiet');
       proxy.silence();
       await leader.stop();
       const t0 = performance.now();
