@@ -89,7 +89,7 @@ export class PgConnection {
     }
     this.pool?.on('error', this.onPoolError);
     // Never more statements than connections: pg-pool would queue the rest first come, first served.
-    if (this.pool) this.queue = new StatementQueue(Math.max(1, this.pool.options.max ?? 10));
+    if (this.pool) this.queue = new StatementQueue(Math.max(1, this.pool.options.max ?? 10), this.pool.options.connectionTimeoutMillis || tuning.connectTimeoutMs);
   }
 
   /** query runs one statement, bounded by the query timeout (see QueryFn for `timed`). */

@@ -17,7 +17,11 @@ export class StatementQueue {
   private readonly timed: (() => void)[] = [];
   private readonly other: (() => void)[] = [];
 
-  constructor(private readonly size: number) {}
+  /** `waitLimitMs`: a statement that waits longer for a connection fails, as pg-pool's `connectionTimeoutMillis` would have it. */
+  constructor(
+    private readonly size: number,
+    private readonly waitLimitMs = 0,
+  ) {}
 
   /** waiting is how many statements wait for a connection (for tests and diagnostics). */
   get waiting(): number {
@@ -26,7 +30,7 @@ export class StatementQueue {
 
   /** run runs `task` once fewer than `size` statements are in flight; `timed` ones go first. */
   async run<T>(timed: boolean, task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.size) await new Promise<void>((resolve) => (timed ? this.timed : this.other).push(resolve));
+    if (this.running >= this.size) await this.wait(timed ? this.timed : this.other);
     else this.running++;
     try {
       return await task();
@@ -36,5 +40,25 @@ export class StatementQueue {
       if (next) next();
       else this.running--;
     }
+  }
+
+  private wait(line: (() => void)[]): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const go = () => {
+        if (timer) clearTimeout(timer);
+        resolve();
+      };
+      line.push(go);
+      if (this.waitLimitMs > 0) {
+        timer = setTimeout(() => {
+          const i = line.indexOf(go);
+          if (i >= 0) line.splice(i, 1);
+          // The words of pg-pool's own error, so it is described as before (errors.ts).
+          reject(new Error('timeout exceeded when trying to connect'));
+        }, this.waitLimitMs);
+        timer.unref?.();
+      }
+    });
   }
 }
