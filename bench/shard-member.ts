@@ -6,9 +6,12 @@
  * from the moment the member starts, not from Node's own start-up). It prints `acquired` and
  * `released` for every shard it takes or gives up, and `members` whenever the live membership it
  * sees changes. `count` answers with a `count` line: store
- * calls so far (and SQL statements, for SQLite) and CPU time; `stop` leaves the group and exits.
+ * calls so far (and SQL statements, for SQLite), renewal batches and the leases they carried, CPU
+ * time, RSS, releases by reason, and the event loop's delay since the last count; `stop` leaves
+ * the group and exits.
  */
 import { createInterface } from 'node:readline';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ShardGroup } from '../src/shards/group.js';
 import { openStore } from '../src/stores/registry.js';
 import { monoMs } from './clock.js';
@@ -38,6 +41,11 @@ if (sqlite) installSqliteStatementCounter();
 const counted = countingStore(await openStore(config.storeUrl));
 let storeErrors = 0;
 let lastError = '';
+/** Why this member's shards were released, by reason (a loop of losses shows as 'renew-deadline' or 'lost'). */
+const releasedBy: Record<string, number> = {};
+/** The event loop's delay since the last `count`: a starved or overloaded member shows here before it loses leases. */
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 const group = new ShardGroup({
   store: counted.store,
   group: config.group,
@@ -48,7 +56,10 @@ const group = new ShardGroup({
   retryPeriodMs: config.retryPeriodMs,
 });
 group.on('acquired', ({ shard }) => emit({ ev: 'acquired', t: monoMs(), shard }));
-group.on('released', ({ shard, reason }) => emit({ ev: 'released', t: monoMs(), shard, reason }));
+group.on('released', ({ shard, reason }) => {
+  releasedBy[reason] = (releasedBy[reason] ?? 0) + 1;
+  emit({ ev: 'released', t: monoMs(), shard, reason });
+});
 // A member seen leaving and coming back (a late heartbeat) moves shards twice: count such views.
 group.on('members', (view) => emit({ ev: 'members', t: monoMs(), live: view.live.length }));
 group.on('storeError', (err) => {
@@ -67,7 +78,24 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     const statements = sqlite ? Object.fromEntries(sqliteStatementSnapshot()) : {};
     for (const n of Object.values(statements)) sql += n;
     const cpu = process.cpuUsage();
-    emit({ ev: 'count', t: monoMs(), calls: totalCalls(counted.snapshot()), sql, statements, cpuMs: (cpu.user + cpu.system) / 1000, storeErrors, lastError, rssMb: process.memoryUsage().rss / 2 ** 20 });
+    const calls = counted.snapshot();
+    const delay = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
+    loopDelay.reset();
+    emit({
+      ev: 'count',
+      t: monoMs(),
+      calls: totalCalls(calls),
+      renewBatches: calls.renewMany,
+      renewItems: calls.renewItems,
+      sql,
+      statements,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      storeErrors,
+      lastError,
+      releasedBy,
+      loopDelay: delay,
+      rssMb: process.memoryUsage().rss / 2 ** 20,
+    });
   } else if (cmd === 'stop') {
     void group.stop().finally(async () => {
       await counted.store.close().catch(() => {});

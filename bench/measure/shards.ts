@@ -41,7 +41,20 @@ interface Member {
   lastView: number;
 }
 
-type Count = ChildEvent & { identity: string; calls: number; sql: number; statements: Record<string, number>; cpuMs: number; storeErrors: number; lastError: string; rssMb: number };
+type Count = ChildEvent & {
+  identity: string;
+  calls: number;
+  renewBatches: number;
+  renewItems: number;
+  sql: number;
+  statements: Record<string, number>;
+  cpuMs: number;
+  storeErrors: number;
+  lastError: string;
+  releasedBy: Record<string, number>;
+  loopDelay: { p99Ms: number; maxMs: number };
+  rssMb: number;
+};
 
 /** measureShards adds the shard rows for every size of the plan. */
 export async function measureShards(ctx: BenchContext, s: StoreUnderTest): Promise<void> {
@@ -112,6 +125,7 @@ async function shardOne(ctx: BenchContext, s: StoreUnderTest, shards: number, co
         nextReport += 10_000;
         const loads = live().map((m) => m.owned.size);
         ctx.log(`    … ${Math.round((monoMs() - from) / 1000)} s after ${what}: loads ${Math.min(...loads)}–${Math.max(...loads)}, ${owners().filter((o) => o !== '').length} of ${shards} owned, ${shrunkViews} shrinking membership views so far`);
+        ctx.log(`      ${diagnosis(await countAll(live()))}`);
       }
       if (monoMs() > until) {
         const counts = await countAll(live());
@@ -258,4 +272,22 @@ async function countAll(ms: Member[]): Promise<Count[]> {
 function perSecond(a: Counts, b: Counts, seconds: number): Record<string, number> {
   const d = diffCounts(a, b).byKind;
   return Object.fromEntries(Object.entries(d).sort((x, y) => y[1] - x[1]).slice(0, 6).map(([k, v]) => [k, round(v / seconds, 1)]));
+}
+
+/**
+ * diagnosis sums what the members said in their last `count`, for a group that is slow to settle:
+ * releases by reason (losses show as renew-deadline or lost), renewal batches and their leases,
+ * store errors, CPU, and the worst event-loop delay any member had since its previous count.
+ */
+function diagnosis(counts: Count[]): string {
+  const reasons: Record<string, number> = {};
+  for (const c of counts) for (const [k, v] of Object.entries(c.releasedBy ?? {})) reasons[k] = (reasons[k] ?? 0) + v;
+  const sum = (f: (c: Count) => number) => counts.reduce((n, c) => n + f(c), 0);
+  const worst = counts.reduce((a, c) => (c.loopDelay?.maxMs ?? 0) > (a.loopDelay?.maxMs ?? 0) ? c : a, counts[0]!);
+  const p99 = counts.map((c) => c.loopDelay?.p99Ms ?? 0).sort((a, b) => a - b);
+  return (
+    `releases so far ${JSON.stringify(reasons)}; ${sum((c) => c.renewBatches)} renewal batches carrying ${sum((c) => c.renewItems)} leases; ` +
+    `${sum((c) => c.storeErrors)} store errors (${counts.find((c) => c.lastError)?.lastError ?? 'none'}); members' CPU ${round(sum((c) => c.cpuMs) / 1000, 1)} s so far; ` +
+    `event-loop delay since the last look: median member's p99 ${round(p99[Math.floor(p99.length / 2)] ?? 0, 0)} ms, worst ${round(worst?.loopDelay?.maxMs ?? 0, 0)} ms (${worst?.identity})`
+  );
 }

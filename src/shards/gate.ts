@@ -6,12 +6,21 @@
  * notification (spurious notifications are allowed by the store contract), and it acquires at
  * once if the lease has already been seen expired. Renewals and releases pass straight through.
  *
- * Reads and acquiring writes also wait for one of `concurrency` slots (default 16): a member that
- * is given hundreds of shards at once (the first member of a group, or the heir of a large member)
- * starts hundreds of electors, and without a limit their reads and acquisitions fill the store
- * client's queue (a PostgreSQL pool of 4) ahead of the renewals of the shards already held, which
- * then miss their renew deadline — 1,000 shards on one member lost every lease that way. Renewals
- * never wait for a slot. Waiting is safe: an elector times a lease from when it called write.
+ * It also keeps a member that is given many shards at once (the first member of a group, the
+ * heir of a large member, every member of a group started together) from flooding its store
+ * client, whose queue the renewals of the shards it already holds share (a PostgreSQL pool of 4
+ * connections answers 4 statements at a time):
+ *
+ * - reads wait for one of `readSlots` (default 8) — waiting is harmless, a lease is timed from
+ *   when its record was seen;
+ * - acquiring writes never wait: at most `acquireSlots` (default 4) are in flight, and one asked
+ *   for beyond that is answered at once as a lost race; its elector is woken (`open`) when a slot
+ *   frees, reads the record again and retries. An elector times a lease it wins from when it
+ *   called write, and one answered after its renew deadline is never led on, so a write that
+ *   queued here would only make the next one later: under load (20 members on a busy 2-core
+ *   machine, every statement taking most of a second through a pool queue 57 deep) nearly every
+ *   acquisition of a PostgreSQL group came back past its 3 s deadline, was released again and
+ *   retried, and 1,000 shards stayed unowned for minutes.
  */
 import type { LeaseRecord, LeaseStore, LeaseWrite, WatchListener, WriteResult } from '../core/store.js';
 
@@ -26,14 +35,19 @@ export class GatedStore implements LeaseStore {
   readonly ledger?: LeaseStore['ledger'];
   readonly queue?: LeaseStore['queue'];
   private readonly listeners = new Map<string, Set<WatchListener>>();
-  private readonly slots: Slots;
+  private readonly reads: Slots;
+  /** Acquiring writes in flight. */
+  private acquiring = 0;
+  /** Locks whose acquisition was turned away for want of a slot, in order: woken as slots free. */
+  private readonly turnedAway = new Set<string>();
 
   constructor(
     private readonly inner: LeaseStore,
     private readonly mayAcquire: (lock: string) => boolean,
-    concurrency = 16,
+    readSlots = 8,
+    private readonly acquireSlots = 4,
   ) {
-    this.slots = new Slots(concurrency);
+    this.reads = new Slots(readSlots);
     this.kind = inner.kind;
     this.capabilities = inner.capabilities;
     if (inner.renewMany) this.renewMany = (requests) => inner.renewMany!(requests);
@@ -70,14 +84,34 @@ export class GatedStore implements LeaseStore {
   }
 
   read(lock: string): Promise<LeaseRecord | null> {
-    return this.slots.run(() => this.inner.read(lock));
+    return this.reads.run(() => this.inner.read(lock));
   }
 
   async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
     if (!next.newTerm) return this.inner.write(lock, expected, next);
     if (!this.mayAcquire(lock)) return { ok: false };
-    // Asked again once a slot is free: the shard may have been reassigned while this write waited.
-    return this.slots.run<WriteResult>(() => (this.mayAcquire(lock) ? this.inner.write(lock, expected, next) : Promise.resolve({ ok: false })));
+    if (this.acquiring >= this.acquireSlots) {
+      // Not queued (see the file comment): a lost race now, and a wake-up when a slot frees.
+      this.turnedAway.add(lock);
+      return { ok: false };
+    }
+    this.acquiring++;
+    try {
+      return await this.inner.write(lock, expected, next);
+    } finally {
+      this.acquiring--;
+      this.wakeTurnedAway();
+    }
+  }
+
+  /** wakeTurnedAway wakes the longest-waiting turned-away elector that may still acquire. */
+  private wakeTurnedAway(): void {
+    for (const lock of this.turnedAway) {
+      this.turnedAway.delete(lock);
+      if (!this.mayAcquire(lock) || !this.listeners.has(lock)) continue;
+      this.open(lock);
+      return;
+    }
   }
 
   /** open wakes the electors watching `lock` (call when it may now be acquired). */

@@ -12,13 +12,17 @@ import type { Client, ClientConfig, Pool, PoolClient, PoolConfig, QueryConfig } 
 import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import type { PostgresTuning } from './config.js';
 import type { ListenClient, ListenSession } from './listener.js';
+import { StatementQueue } from './priority-queue.js';
 
 const require = createRequire(import.meta.url);
 
 /** Row is one result row as node-postgres returns it. */
 export type Row = Record<string, unknown>;
-/** QueryFn runs one statement and resolves with its rows. */
-export type QueryFn = (text: string, values?: unknown[]) => Promise<Row[]>;
+/**
+ * QueryFn runs one statement and resolves with its rows. `timed`: the caller's deadline is already
+ * running (a lease write an elector timed from its call); such statements go first (StatementQueue).
+ */
+export type QueryFn = (text: string, values?: unknown[], timed?: boolean) => Promise<Row[]>;
 
 /** PgConnectionSource says where connections come from; exactly one is set. */
 export interface PgConnectionSource {
@@ -42,6 +46,8 @@ export class PgConnection {
   private readonly sessionConfig?: ClientConfig;
   private readonly SessionClient: typeof Client;
   private readonly onPoolError: (err: Error) => void;
+  /** Statements in flight on the pool, at most its size; the rest wait here in order (see StatementQueue). */
+  private readonly queue?: StatementQueue;
 
   constructor(source: PgConnectionSource, private readonly tuning: PostgresTuning, onError: (err: unknown) => void) {
     const given = [source.connectionString, source.pool, source.client].filter((x) => x !== undefined).length;
@@ -82,12 +88,15 @@ export class PgConnection {
       this.client.on('error', this.onPoolError);
     }
     this.pool?.on('error', this.onPoolError);
+    // Never more statements than connections: pg-pool would queue the rest first come, first served.
+    if (this.pool) this.queue = new StatementQueue(Math.max(1, this.pool.options.max ?? 10), this.pool.options.connectionTimeoutMillis || tuning.connectTimeoutMs);
   }
 
-  /** query runs one statement, bounded by the query timeout. */
-  query: QueryFn = async (text, values = []) => {
+  /** query runs one statement, bounded by the query timeout (see QueryFn for `timed`). */
+  query: QueryFn = async (text, values = [], timed = false) => {
     if (!this.pool) return this.onClient(() => this.client!.query(this.config(text, values))).then((res) => res.rows as Row[]);
-    return (await this.pool.query(this.config(text, values))).rows as Row[];
+    const pool = this.pool;
+    return this.queue!.run(timed, async () => (await pool.query(this.config(text, values))).rows as Row[]);
   };
 
   /** One statement at a time on an application's Client (node-postgres no longer queues them for us). */
@@ -106,7 +115,8 @@ export class PgConnection {
   /** transaction runs `fn` between BEGIN and COMMIT on one connection (ROLLBACK on failure). */
   async transaction<T>(fn: (query: QueryFn) => Promise<T>): Promise<T> {
     if (!this.pool) return this.onClient(() => this.transactionOn(this.client!, undefined, fn));
-    return this.transactionOn(await this.pool.connect(), 'pooled', fn);
+    const pool = this.pool;
+    return this.queue!.run(false, async () => this.transactionOn(await pool.connect(), 'pooled', fn));
   }
 
   private async transactionOn<T>(client: Client | PoolClient, pooled: 'pooled' | undefined, fn: (query: QueryFn) => Promise<T>): Promise<T> {

@@ -103,6 +103,8 @@ export class PostgresStore implements LeaseStore {
 
   async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
     const create = expected === null;
+    // Acquisitions and renewals are timed by their elector from this call; releases are not.
+    const timed = next.holder !== null;
     const rows = await this.run((s) => (create ? s.create : s.update), [
       lock,
       create ? null : revisionParam(expected),
@@ -114,7 +116,7 @@ export class PostgresStore implements LeaseStore {
       Math.round(next.transitions),
       next.stepDownRequested,
       JSON.stringify(next.metadata ?? {}),
-    ]);
+    ], timed);
     const row = rows[0] as unknown as (LeaseRow & { ok: boolean }) | undefined;
     // No row at all: a create lost to a row this statement could not see yet.
     if (!row) return { ok: false, current: create ? undefined : null };
@@ -139,7 +141,7 @@ export class PostgresStore implements LeaseStore {
       column((r) => Math.round(r.next.transitions)),
       column((r) => r.next.stepDownRequested),
       column((r) => JSON.stringify(r.next.metadata ?? {})),
-    ]);
+    ], true);
     const results: WriteResult[] = requests.map(() => ({ ok: false }));
     for (const raw of rows) {
       const row = raw as unknown as LeaseRow & { ok: boolean; i: string };
@@ -221,15 +223,15 @@ export class PostgresStore implements LeaseStore {
   // ---- internals -------------------------------------------------------------------------
 
   /**
-   * run sends one statement, creating the schema first if needed. Only failures that prove the
+   * run sends one statement (`timed`: see QueryFn), creating the schema first if needed. Only failures that prove the
    * statement was rolled back are retried; anything else becomes StoreUnavailableError.
    */
-  private async run(statement: (s: PostgresStatements) => string, values: unknown[]): Promise<Row[]> {
+  private async run(statement: (s: PostgresStatements) => string, values: unknown[], timed = false): Promise<Row[]> {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new StoreClosedError('postgres');
       try {
         const s = await this.statements();
-        return await this.conn.query(statement(s), values);
+        return await this.conn.query(statement(s), values, timed);
       } catch (err) {
         if (this.closed) throw new StoreClosedError('postgres');
         if (attempt < RETRIES && isRetryable(err)) continue;

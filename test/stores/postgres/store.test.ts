@@ -211,6 +211,38 @@ describe('postgres: batch renewal', () => {
   });
 });
 
+describe('postgres: statement order', () => {
+  // A shard group member puts dozens of reads and releases on its pool at once; the statement that
+  // renews every lease it holds must not wait behind them (src/stores/postgres/priority-queue.ts).
+  it('with every connection busy, a renewal waiting behind reads and a release runs before them', async () => {
+    const s = store('?pool_max=1');
+    const [blocker, renewed, ...readLocks] = [lockName('blocker'), lockName('renewed'), lockName('r1'), lockName('r2'), lockName('r3')];
+    const held = await s.write(renewed!, null, acquire('alice'));
+    const blocked = await s.write(blocker!, null, acquire('alice'));
+    assert.ok(held.ok && blocked.ok);
+    // The store's one connection waits on a row lock an admin transaction holds.
+    await admin.query('BEGIN');
+    await admin.query(`SELECT 1 FROM baton_leases WHERE lock = $1 FOR UPDATE`, [blocker]);
+    const order: string[] = [];
+    const stuck = s.write(blocker!, blocked.record.revision, keep(null)).then(() => order.push('stuck release'));
+    await until('the store to wait on the row lock', async () => {
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%baton_leases%'`);
+      return rows[0].n > 0;
+    });
+    const reads = readLocks.map((l) => s.read(l).then(() => order.push('read')));
+    const release = s.write(readLocks[0]!, '1', keep(null)).then(() => order.push('release'));
+    const renewal = s.renewMany!([{ lock: renewed!, expected: held.record.revision, next: keep('alice') }]).then((r) => {
+      order.push('renewal');
+      return r;
+    });
+    await admin.query('COMMIT');
+    const [result] = await renewal;
+    await Promise.all([stuck, release, ...reads]);
+    assert.equal(result!.ok, true);
+    assert.deepEqual(order, ['stuck release', 'renewal', 'read', 'read', 'read', 'release']);
+  });
+});
+
 describe('postgres: notification', () => {
   it('each write NOTIFYs its record on the table\'s channel; other tables are not heard', async () => {
     const writer = store();
