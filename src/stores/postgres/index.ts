@@ -174,7 +174,7 @@ export class PostgresStore implements LeaseStore {
       expected[i] = revisionParam(it.expected);
       renewedAt[i] = Number.isFinite(it.renewedAt) ? Math.round(it.renewedAt) : 0;
     }
-    const rows = await this.run((s) => s.renewRevisions, [locks, expected, renewedAt]);
+    const rows = await this.run((s) => s.renewRevisions, [locks, expected, renewedAt], true);
     const out: (string | null)[] = new Array<string | null>(items.length).fill(null);
     for (const raw of rows) {
       const i = Number(raw.i) - 1;
