@@ -72,6 +72,8 @@ export interface CandidateLinks {
 export interface FaultContext {
   fleet: Fleet;
   store: RunningStore;
+  /** The store's fault variants this run uses (a subset of store.faultVariants). */
+  storeFaults: readonly string[];
   /** Per slot, for network stores: the proxies to the store and to the register. */
   proxies?: CandidateLinks[];
   register: RegisterClient;
@@ -112,7 +114,8 @@ export class FaultInjector {
     this.counts[plan.kind]++;
     switch (plan.kind) {
       case 'store': {
-        const variant = store.faultVariants[Math.floor(plan.variantDraw * store.faultVariants.length)]!;
+        const variants = this.ctx.storeFaults;
+        const variant = variants[Math.floor(plan.variantDraw * variants.length)]!;
         // Logged once the break has taken hold: taking SQLite's exclusive lock waits for the
         // writers in progress, and renewals served meanwhile are not evidence against the fault.
         await store.breakStore(variant);

@@ -15,6 +15,8 @@ export interface ChaosOptions {
   candidates: number;
   durationMs: number;
   faults: FaultKind[];
+  /** Which of the store's fault variants `store` faults use (default: all of them). */
+  storeFaults: readonly string[];
   seed: number;
   timing: ChaosTiming;
   writeEveryMs: number;
@@ -37,6 +39,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     .option('--candidates <n>', 'candidate processes (2–9)', '3')
     .option('--duration <d>', 'how long to inject faults, e.g. 20s, 30m (at least one of each kind)', '60s')
     .option('--faults <list>', `comma-separated fault kinds (${FAULT_KINDS.join(', ')}), "all" or "none"`, 'all')
+    .option('--store-faults <list>', 'which ways a store fault breaks the store (e.g. restart,freeze; member-kill,member-freeze on a cluster); default all')
     .option('--seed <n>', 'seed of the fault schedule (default: random, printed)')
     .option('--lease <d>', 'lease duration (default per store: 1s, etcd 2s)')
     .option('--renew-deadline <d>', 'renew deadline (default 60% of the lease)')
@@ -87,6 +90,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     candidates,
     durationMs: parseDuration(text('duration')!, '--duration'),
     faults: parseFaults(text('faults')!, kind),
+    storeFaults: parseStoreFaults(text('storeFaults'), kind),
     seed,
     timing: {
       leaseDurationMs: timing.leaseDurationMs,
@@ -106,6 +110,16 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
 /** applicableFaults lists the fault kinds that make sense for a store kind. */
 export function applicableFaults(kind: ChaosStoreKind): FaultKind[] {
   return FAULT_KINDS.filter((k) => k !== 'partition' || kind.network);
+}
+
+function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): readonly string[] {
+  if (list === undefined) return kind.storeFaults;
+  const words = [...new Set(list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean))];
+  for (const w of words) {
+    if (!kind.storeFaults.includes(w)) throw new UsageError(`chaos: --store-faults: "${w}" is not a way to break ${kind.name} (${kind.storeFaults.join(', ')})`);
+  }
+  if (words.length === 0) throw new UsageError(`chaos: --store-faults is empty (choose from ${kind.storeFaults.join(', ')})`);
+  return kind.storeFaults.filter((w) => words.includes(w));
 }
 
 function parseFaults(list: string, kind: ChaosStoreKind): FaultKind[] {

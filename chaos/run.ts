@@ -110,7 +110,7 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   }
   log.write({ ev: 'window', t: monoMs(), edge: 'start', hostSkewMs: Date.now() - monoMs() });
 
-  const injector = new FaultInjector({ fleet, store, proxies, register, log, wallOffsets });
+  const injector = new FaultInjector({ fleet, store, storeFaults: o.storeFaults, proxies, register, log, wallOffsets });
   const endAt = monoMs() + o.durationMs;
   if (o.faults.length > 0) {
     for (const plan of planFaults(new Random(o.seed), o.faults, o.timing)) {
@@ -165,6 +165,7 @@ function replayCommand(o: ChaosOptions): string {
     `--candidates ${o.candidates}`,
     `--duration ${exactDuration(o.durationMs)}`,
     `--faults ${o.faults.join(',') || 'none'}`,
+    ...(o.storeFaults.length < o.kind.storeFaults.length ? [`--store-faults ${o.storeFaults.join(',')}`] : []),
     `--seed ${o.seed}`,
     `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,
     ...(o.shards ? [`--shards ${o.shards} --write-every ${o.writeEveryMs}ms`] : []),

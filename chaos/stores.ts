@@ -77,17 +77,26 @@ export interface ChaosStoreKind {
   start(dir: string): Promise<RunningStore>;
   /** A URL the store's parser accepts without any environment, to tell it is registered. Default `<scheme>://127.0.0.1:1`. */
   readonly probeUrl?: string;
+  /** The ways a `store` fault breaks it (its RunningStore's faultVariants); `--store-faults` picks among them. */
+  readonly storeFaults: readonly string[];
 }
+
+/** A server process: killed and started again on its data, or frozen (SIGSTOP) and thawed. */
+const SERVER_FAULTS = Object.freeze(['restart', 'freeze']);
+/** A cluster: one member at a time killed (started again on its data) or frozen. */
+const CLUSTER_FAULTS = Object.freeze(['member-kill', 'member-freeze']);
+/** SQLite: another process holds the exclusive lock. */
+const SQLITE_FAULTS = Object.freeze(['lock']);
 
 const SHORT: ChaosTiming = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 250 };
 
 /** STORE_KINDS lists every store a chaos run can target. */
 export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.freeze({
-  sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite },
-  postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()) },
-  redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()) },
-  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()) },
-  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()) },
+  sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite, storeFaults: SQLITE_FAULTS },
+  postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()), storeFaults: SERVER_FAULTS },
+  redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()), storeFaults: SERVER_FAULTS },
+  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()), storeFaults: SERVER_FAULTS },
+  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()), storeFaults: SERVER_FAULTS },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
   // lease can outlive its TTL by up to 500 ms: the retry period is chosen longer than that, so
@@ -99,11 +108,12 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
+    storeFaults: SERVER_FAULTS,
   },
   // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
   // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
-  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite },
-  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake },
+  dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite, storeFaults: SERVER_FAULTS },
+  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake, storeFaults: SERVER_FAULTS },
   // ZooKeeper expires sessions on its tick (200 ms here), so a dead leader's node can outlive
   // its lease by up to one tick: the retry period covers that, as etcd's does its sweep.
   // A queue store: a campaign enqueues, then reads the line, and claims only if it is first —
@@ -117,6 +127,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startZooKeeper(),
+    storeFaults: SERVER_FAULTS,
   },
   // A three-member etcd cluster: the store fault kills one member (the next one each time) or
   // freezes it; the cluster keeps a quorum, so leadership must continue or move within the bound.
@@ -127,6 +138,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: startEtcdCluster,
+    storeFaults: CLUSTER_FAULTS,
   },
   // A three-member ZooKeeper ensemble, broken like etcd-cluster: one member at a time (the next
   // each time) killed or frozen, the other two a quorum. Same timing as the standalone kind
@@ -138,6 +150,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: startZooKeeperEnsemble,
+    storeFaults: CLUSTER_FAULTS,
   },
   // Azure blob leases last at least 15 s, so a dead or frozen leader's blob lease holds 15 s
   // whatever baton's lease is: the run's lease is 15 s too, so the gap bound (lease + retry +
@@ -150,6 +163,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     timing: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 1000 },
     probeUrl: 'azblob://account/container',
     start: startAzurite,
+    storeFaults: SERVER_FAULTS,
   },
 });
 
@@ -198,7 +212,7 @@ function running(server: ManagedServer, url: string, urlVia: (port: number) => s
     url,
     port: server.port,
     urlVia,
-    faultVariants: ['restart', 'freeze'],
+    faultVariants: SERVER_FAULTS,
     async breakStore(variant) {
       if (variant !== 'freeze') return server.kill();
       // pause() stops every descendant too: PostgreSQL's backends call setsid() and leave the group.
@@ -262,7 +276,7 @@ function runningCluster(members: readonly ManagedServer[], url: string): Running
   return {
     url,
     urlVia: () => url,
-    faultVariants: ['member-kill', 'member-freeze'],
+    faultVariants: CLUSTER_FAULTS,
     async breakStore(variant) {
       broken = members[next++ % members.length]!;
       if (variant === 'member-freeze') broken.pause();
@@ -296,7 +310,7 @@ async function startAzurite(): Promise<RunningStore> {
     url: 'azblob://chaos',
     port: server.port,
     urlVia: (port) => `azblob://chaos?endpoint=${encodeURIComponent(`http://127.0.0.1:${port}/devstoreaccount1`)}`,
-    faultVariants: ['restart', 'freeze'],
+    faultVariants: SERVER_FAULTS,
     async breakStore(variant) {
       if (variant === 'freeze') server.pause();
       else await server.stopGracefully();
@@ -318,7 +332,7 @@ async function startSqlite(dir: string): Promise<RunningStore> {
   return {
     url: `sqlite:${path}`,
     urlVia: () => `sqlite:${path}`,
-    faultVariants: ['lock'],
+    faultVariants: SQLITE_FAULTS,
     async breakStore() {
       holder = openDatabase(path, 5000);
       // In WAL mode readers go on; every writer waits for its busy timeout and fails.

@@ -107,6 +107,8 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     [['--store', 'sqlite', '--candidates', '1'], 64, /--candidates must be a whole number from 2 to 9/],
     [['--store', 'sqlite', '--duration', '5'], 78, /--duration: "5" is not a duration/],
     [['--store', 'sqlite', '--lease', '1s', '--renew-deadline', '2s'], 78, /leaseDurationMs .* must be greater than renewDeadlineMs/],
+    [['--store', 'etcd', '--store-faults', 'member-kill'], 64, /--store-faults: "member-kill" is not a way to break etcd \(restart, freeze\)/],
+    [['--store', 'etcd-cluster', '--store-faults', ','], 64, /--store-faults is empty \(choose from member-kill, member-freeze\)/],
     [['--bogus'], 64, /unknown option '--bogus'/],
   ];
   for (const [args, code, message] of cases) {
@@ -115,4 +117,11 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     assert.match(r.stderr, message);
     assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
   }
+});
+
+test('chaos command line: --store-faults narrows the ways a store fault breaks the store', async () => {
+  const { parseChaosArgs } = await import('../../chaos/options.js');
+  assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster']).storeFaults, ['member-kill', 'member-freeze']);
+  assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster', '--store-faults', 'MEMBER-KILL']).storeFaults, ['member-kill']);
+  assert.deepEqual(parseChaosArgs(['--store', 'redis', '--store-faults', 'freeze,restart']).storeFaults, ['restart', 'freeze']);
 });
