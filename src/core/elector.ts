@@ -26,7 +26,10 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  * 2. (campaignForRecord) A held record is expired only by this process's own observation: its
  *    revision must stay unchanged for the holder's leaseDuration, timed on our monotonic clock
  *    from when we first saw that revision. No wall time written by another host is compared.
- *    Stores with server-side expiry remove the record themselves; we never take it over.
+ *    Stores with server-side expiry remove the record themselves; we never take it over. (Where
+ *    the feed reports every renewal, we send a create-if-absent once the server's timer must
+ *    have run out: the server, not we, decides whether the record is gone.) A claim at an
+ *    expiry we timed is written at once: the compare-and-set is the check, no read first.
  * 3. (campaignInQueue) On a queue store, a candidate enqueues and leads once its entry is at the
  *    front; the term is the entry's creation sequence. It never takes over anyone's entry.
  * 4. (accept, renew) Leading means holding the lease with the local deadline not passed. The
