@@ -82,7 +82,7 @@ elector.on('leader', ({ holder, term }) => emit({ ev: 'leader', t: monoMs(), hol
 elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), term, reason }));
 elector.on('storeError', () => {});
 
-emit({ ev: 'ready', t: monoMs(), pid: process.pid });
+emit({ ev: 'ready', t: monoMs(), pid: process.pid, queue: !!counted.store.queue });
 const begin = () => {
   elector.start();
   emit({ ev: 'started', t: monoMs() });
