@@ -7,8 +7,8 @@
  * It prints one JSON line per event on stdout, stamped on the host's CLOCK_MONOTONIC (monoMs),
  * which every process on the host shares: `ready`, `started`, `write` (the start of every call
  * that can extend a lease — write, renewMany, renewRevisions — sent or not answered yet),
- * `elected`, `renewed`, `leader`, `stopped`, `counts`. stdout is a pipe, and pipes are written synchronously on Linux, so
- * every line printed before a SIGKILL reaches the bench.
+ * `elected`, `renewed`, `leader`, `stopped`, `counts`. stdout is a pipe, and pipes are written
+ * synchronously on Linux, so every line printed before a SIGKILL reaches the bench.
  *
  * Commands on stdin, one per line: `go` starts campaigning (when started with hold), `counts`
  * prints the store calls and SQLite statements so far, `stop` stops (releasing) and exits.
