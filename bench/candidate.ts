@@ -6,9 +6,9 @@
  *
  * It prints one JSON line per event on stdout, stamped on the host's CLOCK_MONOTONIC (monoMs),
  * which every process on the host shares: `ready`, `started`, `write` (the start of every call
- * that can extend a lease, sent or not answered yet), `elected`, `renewed`, `leader`,
- * `stopped`, `counts`. stdout is a pipe, and pipes are written synchronously on Linux, so
- * every line printed before a SIGKILL reaches the bench.
+ * that can extend a lease — write, renewMany, renewRevisions — sent or not answered yet),
+ * `elected`, `renewed`, `leader`, `stopped`, `counts`. stdout is a pipe, and pipes are written
+ * synchronously on Linux, so every line printed before a SIGKILL reaches the bench.
  *
  * Commands on stdin, one per line: `go` starts campaigning (when started with hold), `counts`
  * prints the store calls and SQLite statements so far, `stop` stops (releasing) and exits.
@@ -48,6 +48,22 @@ counted.store.write = (lock, expected, next) => {
   emit({ ev: 'write', t: monoMs(), newTerm: next.newTerm, release: next.holder === null });
   return countedWrite(lock, expected, next);
 };
+// Renewals go through the batch calls when the store has them (renewRevisions on SQLite and
+// Redis): stamp those too, or the "last write" would be the acquisition.
+const countedRenewRevisions = counted.store.renewRevisions?.bind(counted.store);
+if (countedRenewRevisions) {
+  counted.store.renewRevisions = (items) => {
+    emit({ ev: 'write', t: monoMs(), newTerm: false, release: false });
+    return countedRenewRevisions(items);
+  };
+}
+const countedRenewMany = counted.store.renewMany?.bind(counted.store);
+if (countedRenewMany) {
+  counted.store.renewMany = (requests) => {
+    emit({ ev: 'write', t: monoMs(), newTerm: false, release: false });
+    return countedRenewMany(requests);
+  };
+}
 const elector = new LeaderElector({
   store: counted.store,
   lock: config.lock,
@@ -66,7 +82,7 @@ elector.on('leader', ({ holder, term }) => emit({ ev: 'leader', t: monoMs(), hol
 elector.on('stopped', ({ term, reason }) => emit({ ev: 'stopped', t: monoMs(), term, reason }));
 elector.on('storeError', () => {});
 
-emit({ ev: 'ready', t: monoMs(), pid: process.pid });
+emit({ ev: 'ready', t: monoMs(), pid: process.pid, queue: !!counted.store.queue });
 const begin = () => {
   elector.start();
   emit({ ev: 'started', t: monoMs() });

@@ -92,6 +92,9 @@ export function countingStore(inner: LeaseStore): CountingStore {
     get watchSeesExpiry() {
       return inner.watchSeesExpiry;
     },
+    get watchSeesRenewals() {
+      return inner.watchSeesRenewals;
+    },
     close: () => inner.close(),
   };
   return { store, calls, snapshot: () => ({ ...calls }) };

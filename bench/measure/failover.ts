@@ -94,14 +94,25 @@ export async function measureFailover(ctx: BenchContext, s: StoreUnderTest): Pro
   });
 }
 
-/** settled waits until exactly one live candidate leads and every other one has seen it lead. */
+/**
+ * settled waits until exactly one live candidate leads and every other one has seen it lead —
+ * or, on a queue store (etcd), waits in the line: there a waiter watches only the entry just
+ * ahead of it (etcd's election rule, no thundering herd), so one two places back hears of a new
+ * leader only when its predecessor goes, and its last `leader` event may name a dead one.
+ */
 async function settled(live: Candidate[]): Promise<Candidate> {
   const until = performance.now() + 60_000;
   for (;;) {
     const leaders = live.filter((c) => c.leading);
     if (leaders.length === 1) {
       const leader = leaders[0]!;
-      const seen = live.every((c) => c === leader || lastLeaderEvent(c.child)?.holder === leader.identity);
+      const waiting = (c: Candidate) => {
+        const holder = lastLeaderEvent(c.child)?.holder;
+        if (holder === leader.identity) return true;
+        const queued = c.child.events.find((e) => e.ev === 'ready')?.queue === true;
+        return queued && typeof holder === 'string' && holder !== c.identity && c.child.events.some((e) => e.ev === 'started');
+      };
+      const seen = live.every((c) => c === leader || waiting(c));
       if (seen) return leader;
     }
     if (performance.now() > until) throw new Error('bench: failover: candidates did not settle on one leader within 60 s');

@@ -27,7 +27,10 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  * 2. (campaignForRecord) A held record is expired only by this process's own observation: its
  *    revision must stay unchanged for the holder's leaseDuration, timed on our monotonic clock
  *    from when we first saw that revision. No wall time written by another host is compared.
- *    Stores with server-side expiry remove the record themselves; we never take it over.
+ *    Stores with server-side expiry remove the record themselves; we never take it over. (Where
+ *    the feed reports every renewal, we send a create-if-absent once the server's timer must
+ *    have run out: the server, not we, decides whether the record is gone.) A claim at an
+ *    expiry we timed is written at once: the compare-and-set is the check, no read first.
  * 3. (campaignInQueue) On a queue store, a candidate enqueues and leads once its entry is at the
  *    front; the term is the entry's creation sequence. It never takes over anyone's entry. A
  *    store may claim a front entry with no round trip: its deadline (rule 4) then counts from
@@ -70,6 +73,10 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** Set when a notification showed a step-down request, with the requester's reason if any. */
   private stepDownAsked?: { note?: string };
   private holdOffUntilMs = 0;
+  /** The server-expired revision we last tried to claim at its expiry (rule 2), so we try once. */
+  private claimedRevision?: string;
+  /** The revision whose expiry the pending timer is for (see expiryDue). */
+  private timedExpiry?: string;
   /** While `elected` listeners run: a `stopped` raised meanwhile is held until they are done. */
   private announcing = false;
   private deferredStop?: StoppedEvent;
@@ -261,8 +268,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** One campaign step on a compare-and-set store: acquire the record if it is free or has expired. */
   private async campaignForRecord(): Promise<void> {
-    // A notification that carried the record saves a read.
-    let record = this.notified !== NOTHING && this.notified !== undefined ? this.notified : await this.store.read(this.lock);
+    // A notification that carried the record saves a read; so does a record whose expiry we
+    // were timing (the write below compares its revision: that is the check).
+    let record = this.notified !== NOTHING && this.notified !== undefined ? this.notified : (this.expiryDue() ?? (await this.store.read(this.lock)));
     this.notified = NOTHING;
     // A lost race hands back the winner's record: decide again without another read, a few times at most.
     for (let attempt = 0; attempt < 3 && this.state === 'running'; attempt++) {
@@ -275,6 +283,17 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       } else if (record.holder === null || this.isOrphanOfOurs(record)) {
         // 1. Released (or nothing acts under it any more): compare-and-set it.
         expected = record.revision;
+      } else if (this.store.capabilities.serverExpiry && this.hearsRenewals() && this.claimedRevision !== record.revision) {
+        // 2. The feed reports every renewal, so the server's timer for this revision started
+        // before we saw it: once leaseDuration (plus a millisecond the server may round away)
+        // has passed on our clock, the server drops the record at the next access — a create
+        // sent then is that access (Redis expires a key lazily when it is touched; its active
+        // cycle would only notice it up to 1/hz later). Still create-if-absent: a live record
+        // is never taken over. Tried once per revision; if it was not gone, wait as below.
+        const dueMs = this.observed!.atMs + record.leaseDurationMs + SERVER_ROUNDING_MS;
+        if (now < dueMs) return this.waitForExpiry(record, dueMs - now);
+        this.claimedRevision = record.revision;
+        expected = null;
       } else if (this.store.capabilities.serverExpiry) {
         // 2. The server removes an expired record; a live one is never taken over. Renewals there
         // may keep the revision (etcd keepalives), so once the record outlives the wait, count
@@ -285,7 +304,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       } else {
         // 2. Expired by our own observation only: the revision unchanged for leaseDuration.
         const expiresAt = this.observed!.atMs + record.leaseDurationMs;
-        if (now < expiresAt) return this.waitForChange(expiresAt - now);
+        if (now < expiresAt) return this.waitForExpiry(record, expiresAt - now);
         expected = record.revision;
       }
       const startMs = this.clock.monotonicMs();
@@ -488,11 +507,46 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.emit('leader', { holder: record?.holder ?? null, term: record?.term ?? 0, isSelf, record });
   }
 
+  /** hearsRenewals: the live feed reports every renewal of a server-expired record (LeaseStore.watchSeesRenewals). */
+  private hearsRenewals(): boolean {
+    return this.feedLive() && this.store.watchSeesRenewals === true;
+  }
+
+  /** feedLive: we watch the lock and the store's change feed is up (rule 5). */
+  private feedLive(): boolean {
+    return !!this.unwatch && this.store.watchLive !== false;
+  }
+
+  /**
+   * expiryDue is the record we observed, if a timer we set for its expiry woke us (rule 2 on
+   * our own count, or the server's timer on a store whose feed reports renewals): we then write
+   * at once instead of reading first (or, woken early, wait the rest). The write is a compare-and-set on the revision we timed (or
+   * create-if-absent on a server-expired store), so a record that changed meanwhile only makes
+   * it lose, answering with the current record. A feed that was cut (notified undefined) or
+   * anything else reads as before.
+   */
+  private expiryDue(): LeaseRecord | undefined {
+    const o = this.observed;
+    // A store without a live feed must read: its polls are how renewals are seen at all.
+    if (this.notified !== NOTHING || !this.feedLive() || !o?.record || o.record.revision !== this.timedExpiry) return undefined;
+    // Once per timed expiry (a write that loses without naming the winner is followed by a
+    // read); a timer that fired a little early (Node counts whole milliseconds) waits the rest.
+    this.timedExpiry = undefined;
+    if (!this.store.capabilities.serverExpiry) return o.record;
+    return this.hearsRenewals() && this.claimedRevision !== o.record.revision ? o.record : undefined;
+  }
+
+  /** waitForExpiry waits for `record`'s expiry, `ms` from now (see expiryDue), or a change. */
+  private waitForExpiry(record: LeaseRecord, ms: number): void {
+    this.timedExpiry = record.revision;
+    this.waitForChange(ms);
+  }
+
   /** waitForChange sleeps until `ms` from now, or the next notification, or the next poll. */
   private waitForChange(ms: number, untilRemoved = false): void {
     // 5. A feed that is down hears nothing: poll as on a store without watch until it is back. A
     // live one that reports removals needs no timer to hear of one (safe: docs/PERFORMANCE.md).
-    const notifying = !!this.unwatch && this.store.watchLive !== false;
+    const notifying = this.feedLive();
     if (notifying && untilRemoved && this.store.watchSeesExpiry) return this.loop.clear();
     this.loop.schedule(notifying ? ms : Math.min(ms, this.jittered()));
   }
@@ -503,3 +557,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 }
 
 const NOTHING = Symbol('nothing');
+
+/**
+ * SERVER_ROUNDING_MS is added to a server-expired record's expiry before a standby claims it:
+ * Redis counts expiry in whole milliseconds and drops a key only once its clock is past it.
+ */
+const SERVER_ROUNDING_MS = 2;

@@ -279,6 +279,14 @@ export interface LeaseStore {
    * sends nothing. Absent or false: it reads again a retry period after the expiry it computed.
    */
   readonly watchSeesExpiry?: boolean;
+  /**
+   * watchSeesRenewals (stores with `serverExpiry`) tells whether, while `watchLive`, `watch`
+   * reports every renewal (a new revision) as well. The server's timer for a revision then
+   * started before a standby heard of it, so the standby claims (create-if-absent) at leaseDuration
+   * after hearing it, on a timer that only fires once renewals stop, instead of waiting for the
+   * server to notice the expiry itself. Absent or false: renewals are silent (etcd keepalives).
+   */
+  readonly watchSeesRenewals?: boolean;
   /** Lists all records (optional). */
   list?(): Promise<LeaseRecord[]>;
   /** Durable entries for job ledgers (optional). */

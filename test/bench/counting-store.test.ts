@@ -11,19 +11,24 @@ import { MemoryStore } from '../../src/stores/memory/index.js';
 import type { LeaseStore } from '../../src/core/store.js';
 
 describe('bench countingStore', () => {
-  it('reads watchLive and watchSeesExpiry live from the wrapped store', async () => {
+  it('reads watchLive, watchSeesExpiry and watchSeesRenewals live from the wrapped store', async () => {
     const inner = new MemoryStore();
     let live = true;
     let seesExpiry = true;
+    let seesRenewals = true;
     Object.defineProperty(inner, 'watchLive', { get: () => live });
     Object.defineProperty(inner, 'watchSeesExpiry', { get: () => seesExpiry });
+    Object.defineProperty(inner, 'watchSeesRenewals', { get: () => seesRenewals });
     const { store } = countingStore(inner);
     assert.equal(store.watchLive, true);
     assert.equal(store.watchSeesExpiry, true);
+    assert.equal(store.watchSeesRenewals, true);
     live = false;
     seesExpiry = false;
+    seesRenewals = false;
     assert.equal(store.watchLive, false);
     assert.equal(store.watchSeesExpiry, false);
+    assert.equal(store.watchSeesRenewals, false);
     await store.close();
   });
 
@@ -39,7 +44,7 @@ describe('bench countingStore', () => {
     };
     const wrapped = members(store);
     // Only the interface's members matter; a store's own helpers (backend, etc.) need not pass.
-    const iface = ['kind', 'capabilities', 'read', 'write', 'renewMany', 'renewRevisions', 'watch', 'watchLive', 'watchSeesExpiry', 'list', 'ledger', 'queue', 'close'];
+    const iface = ['kind', 'capabilities', 'read', 'write', 'renewMany', 'renewRevisions', 'watch', 'watchLive', 'watchSeesExpiry', 'watchSeesRenewals', 'list', 'ledger', 'queue', 'close'];
     for (const name of iface) {
       if ((inner as unknown as Record<string, unknown>)[name] !== undefined) assert.ok(wrapped.has(name), `countingStore drops ${name}`);
     }

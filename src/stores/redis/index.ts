@@ -9,7 +9,7 @@
  *                      transitions, metadata}. Release deletes it; so does the server on expiry.
  *   P{<lock>}:counter  hash {term, rev}   no TTL, never deleted by baton
  *   P{<lock>}:events   pub/sub channel: the new record as a JSON array [rev, term, holder, step,
- *                      data] on acquisition, holder change and step-down flag; "null" on release
+ *                      data] on every write, renewals included; "null" on release
  *   Pledger:<key>      hash {value, version}   no TTL (job ledgers, see ledger.ts)
  *
  * The fencing token is `counter.term`, bumped by HINCRBY inside the same script that writes the
@@ -20,10 +20,15 @@
  * an asynchronous replica (docs/stores/redis.md explains why).
  *
  * The server expires a lease key PX milliseconds after the write that set it, on its own clock,
- * so `capabilities.serverExpiry` is true: electors never take over a live record. A renewal
- * changes the revision but publishes nothing; standbys learn of expiry from keyspace events
- * (and then send nothing while they wait) or, without them, from their own re-read at the
- * expiry they computed (watcher.ts).
+ * so `capabilities.serverExpiry` is true: electors never take over a live record. Every
+ * renewal is published (`watchSeesRenewals`): the server's timer for a revision started before
+ * a standby hears of it, so a standby sends a create-if-absent leaseDuration after the last
+ * renewal it heard, and Redis, which expires a key lazily on access, drops the key for that
+ * very script. Without it the standby would wait for Redis's active expiry cycle (10 times a
+ * second at the default `hz`, so up to ~100 ms late). Keyspace `expired` events stay the net
+ * (and the only word for a standby whose claim came a moment early); without them standbys
+ * re-read at the expiry they computed (watcher.ts). While the leader lives, a standby sends
+ * nothing.
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
@@ -168,6 +173,9 @@ export class RedisStore implements LeaseStore {
   get watchSeesExpiry(): boolean {
     return this.watcher.expiryEvents === 'enabled';
   }
+
+  /** watchSeesRenewals: every write is published, renewals included (scripts.ts). */
+  readonly watchSeesRenewals = true;
 
   /** expiryEvents tells whether watchers hear of expiries from the server (known once watching). */
   get expiryEvents(): ExpiryEvents {

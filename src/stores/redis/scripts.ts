@@ -48,19 +48,19 @@ redis.call('HSET', lease, 'rev', rev, 'term', term, 'holder', holder, 'step', st
 -- The server's own timer ends the lease. A step-down request keeps the time left: it must
 -- not lengthen a lease its holder may no longer be renewing.
 if not exists or step == '0' then redis.call('PEXPIRE', lease, ttl) end
--- Standbys need no word of plain renewals (the server expires the key); everything else is news.
-if not exists or new_term == '1' or cur[3] ~= holder or cur[4] ~= step then
-  redis.call('PUBLISH', channel, cjson.encode({rev, term, holder, step, data}))
-end
+-- Every write is news, plain renewals too: a standby times the key's expiry from the last one
+-- it heard, and claims the lease the moment the server drops it (RedisStore.watchSeesRenewals).
+redis.call('PUBLISH', channel, cjson.encode({rev, term, holder, step, data}))
 return {1, rev, term, holder, step, data}
 `;
 
 /**
  * RENEW_LUA renews many leases as they are, each on its own compare of the revision: the
- * renewal-only batch (RedisStore.renewRevisions). Per lease it reads two fields, bumps the
- * counter, rewrites `rev` and the `renewedAt` number inside `data` (a text substitution: the
- * record is not decoded), and restarts the server's timer. Nothing is published, as for any
- * plain renewal.
+ * renewal-only batch (RedisStore.renewRevisions). Per lease it reads the record's fields, bumps
+ * the counter, rewrites `rev` and the `renewedAt` number inside `data` (a text substitution: the
+ * record is not decoded), restarts the server's timer, and publishes the new record on the
+ * lock's channel (`<prefix>{<lock>}:events`, the lease key with `lease` replaced), as WRITE_LUA
+ * does for every write.
  *
  * KEYS: lease, counter of the first lease, lease, counter of the second, …
  * ARGV: expected revision, renewedAt, ttl ms of the first lease, then of the second, …
@@ -71,7 +71,7 @@ export const RENEW_LUA = `
 local out = {}
 for i = 1, #KEYS / 2 do
   local lease, counter = KEYS[2 * i - 1], KEYS[2 * i]
-  local cur = redis.call('HMGET', lease, 'rev', 'step', 'data')
+  local cur = redis.call('HMGET', lease, 'rev', 'step', 'data', 'term', 'holder')
   if cur[1] and cur[1] == ARGV[3 * i - 2] then
     local rev = string.format('%d', redis.call('HINCRBY', counter, 'rev', 1))
     -- The first "renewedAt" is the record's own: data is written with metadata last.
@@ -79,6 +79,8 @@ for i = 1, #KEYS / 2 do
     redis.call('HSET', lease, 'rev', rev, 'data', data)
     -- As in WRITE_LUA: a lease whose step-down flag is set keeps the time it has left.
     if cur[2] ~= '1' then redis.call('PEXPIRE', lease, ARGV[3 * i]) end
+    -- As WRITE_LUA does for every write: standbys time the expiry from the last renewal heard.
+    redis.call('PUBLISH', string.sub(lease, 1, -6) .. 'events', cjson.encode({rev, cur[4] or '0', cur[5] or '', cur[2] or '0', data}))
     out[i] = rev
   else
     out[i] = false

@@ -17,13 +17,15 @@
  *
  * Notification: processes learn of each other's commits through `PRAGMA data_version`,
  * checked when the database's directory changes (inotify through fs.watch) and on a short
- * poll as a safety net; writes from this process are delivered directly.
+ * poll as a safety net; writes from this process are delivered directly. A writer touches the
+ * WAL file's times after each write transaction, so the last event comes after the commit is
+ * visible (announceCommit).
  *
  * The driver (node:sqlite, else better-sqlite3: see driver.ts) is synchronous: every statement here is a few microseconds, and the busy
  * timeout (1 s) bounds how long a write waits for another process's transaction — a wait spent
  * between attempts with the event loop free, not inside SQLite (busy-wait.ts).
  */
-import { existsSync, mkdirSync, rmSync, rmdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, rmdirSync, utimesSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { InvalidConfigError, StoreClosedError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import {
@@ -356,7 +358,28 @@ export class SqliteStore implements LeaseStore {
   /** writing runs `tx` in a write transaction after this handle's earlier ones, waiting out another process's lock. */
   private async writing<T>(tx: () => T): Promise<T> {
     if (this.closed) throw new StoreClosedError('sqlite');
-    return this.writes.write(tx).catch((err) => this.failed(err));
+    const result = await this.writes.write(tx).catch((err) => this.failed(err));
+    this.announceCommit();
+    return result;
+  }
+
+  /**
+   * announceCommit touches the WAL file's times once a write transaction is over. Other
+   * processes watch the directory (inotify), but a commit's last step — publishing it in the
+   * WAL index, a shared-memory map — makes no file event: the events of its WAL writes all come
+   * before the commit is visible, so a process checking on them saw nothing new and heard of
+   * the commit only at its next poll, up to pollIntervalMs later (7–56 ms in a crash-failover
+   * probe, every such delay added to the failover). A change of times is an event after it.
+   * Best effort: a WAL file we may not touch (another user's) leaves the poll to find it.
+   */
+  private announceCommit(): void {
+    if (this.path === ':memory:' || this.closed) return;
+    const now = Date.now() / 1000;
+    try {
+      utimesSync(`${this.path}-wal`, now, now);
+    } catch {
+      // not ours to touch, or checkpointed away: the other processes' poll still finds the commit
+    }
   }
 
   private failed(err: unknown): never {

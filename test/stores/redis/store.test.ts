@@ -117,7 +117,7 @@ describe('redis: key layout', () => {
 });
 
 describe('redis: notification', () => {
-  it('watchers get the record itself on acquisition and step-down, null on release, and nothing for renewals', async () => {
+  it('watchers get the record itself on every write, renewals included (a standby times the expiry from them), null on release', async () => {
     const [writer, watcher] = [await store(), await store()];
     const lock = lockName('notify');
     const raw = admin.duplicate();
@@ -136,19 +136,31 @@ describe('redis: notification', () => {
       assert.equal(got.revision, a.record.revision);
       assert.equal(got.metadata.pid, 1);
       let cur = a.record;
+      const renewals: string[] = [];
       for (let i = 0; i < 5; i++) {
         const r = await writer.write(lock, cur.revision, renew(cur));
         assert.ok(r.ok);
         cur = r.record;
+        renewals.push(cur.revision);
       }
+      // The renewal-only batch publishes too.
+      const [batched] = await writer.renewRevisions!([{ lock, expected: cur.revision, renewedAt: 7, leaseDurationMs: 3_000 }]);
+      assert.ok(batched);
+      renewals.push(batched);
+      cur = { ...cur, revision: batched, renewedAt: 7 };
+      const heard = await until('the batched renewal', () => seen.find((r) => r?.revision === batched));
+      assert.equal(heard!.holder, 'alice');
+      assert.equal(heard!.term, a.record.term);
+      assert.equal(heard!.renewedAt, 7);
       const flagged = await writer.write(lock, cur.revision, renew(cur, { stepDownRequested: true }));
       assert.ok(flagged.ok);
       await until('the step-down flag', () => seen.find((r) => r?.stepDownRequested));
       assert.ok((await writer.write(lock, flagged.record.revision, { ...renew(flagged.record), holder: null })).ok);
       await until('the release', () => seen.includes(null));
       await sleep(100);
-      assert.equal(published, 3, 'acquisition, step-down flag and release are published; renewals are not');
-      assert.deepEqual(seen.map((r) => (r === null ? 'null' : r === undefined ? 'read' : r.stepDownRequested ? 'flag' : r.holder)), ['alice', 'flag', 'null']);
+      assert.equal(published, 9, 'acquisition, six renewals, step-down flag and release are published');
+      assert.deepEqual(seen.map((r) => (r === null ? 'null' : r === undefined ? 'read' : r.stepDownRequested ? 'flag' : r.holder)), ['alice', ...renewals.map(() => 'alice'), 'flag', 'null']);
+      assert.deepEqual(seen.slice(1, 1 + renewals.length).map((r) => r?.revision), renewals);
     } finally {
       off();
       raw.disconnect();
