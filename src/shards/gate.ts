@@ -79,8 +79,19 @@ export class GatedStore implements LeaseStore {
     }
   }
 
+  // The feed's state, read live from the inner store. Without these a shard elector would
+  // believe the feed reports no expiries (and re-read once per lease + retry) and no renewals
+  // (and miss the claim at the expiry it timed): the bench's wrapper once dropped them too.
   get watchLive(): boolean | undefined {
     return this.inner.watchLive;
+  }
+
+  get watchSeesExpiry(): boolean | undefined {
+    return this.inner.watchSeesExpiry;
+  }
+
+  get watchSeesRenewals(): boolean | undefined {
+    return this.inner.watchSeesRenewals;
   }
 
   read(lock: string): Promise<LeaseRecord | null> {

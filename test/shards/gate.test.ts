@@ -85,3 +85,17 @@ test('a lone member taking 300 shards through a 4-lane store leads on every acqu
     await g.stop();
   }
 });
+
+test('the gate reads the feed state live from the store it wraps', async () => {
+  const { GatedStore } = await import('../../src/shards/gate.js');
+  const inner = new MemoryStore();
+  const feed = { live: true, expiry: true, renewals: true };
+  Object.defineProperty(inner, 'watchLive', { get: () => feed.live });
+  Object.defineProperty(inner, 'watchSeesExpiry', { get: () => feed.expiry });
+  Object.defineProperty(inner, 'watchSeesRenewals', { get: () => feed.renewals });
+  const gated: LeaseStore = new GatedStore(inner, () => true);
+  assert.deepEqual([gated.watchLive, gated.watchSeesExpiry, gated.watchSeesRenewals], [true, true, true]);
+  Object.assign(feed, { live: false, expiry: false, renewals: false });
+  assert.deepEqual([gated.watchLive, gated.watchSeesExpiry, gated.watchSeesRenewals], [false, false, false]);
+  await inner.close();
+});
