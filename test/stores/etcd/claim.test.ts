@@ -12,6 +12,7 @@ import { LeaderElector } from '../../../src/core/elector.js';
 import type { LeaseStore, LeaseWrite } from '../../../src/core/store.js';
 import { EtcdStore } from '../../../src/stores/etcd/index.js';
 import { EtcdServer, requireBinary } from '../../../infra/servers/index.js';
+import { sleep, waitFor } from '../../harness/wait.js';
 
 const ETCDCTL = requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
 const TIMING = { leaseDurationMs: 2_000, renewDeadlineMs: 1_400, retryPeriodMs: 200 };
@@ -34,22 +35,12 @@ async function handle(): Promise<LeaseStore> {
 
 let n = 0;
 const uniqueLock = (what: string) => `claim-${what}-${process.pid}-${n++}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function acquire(holder: string, acquiredAt = Date.now()): LeaseWrite {
   return { holder, newTerm: true, leaseDurationMs: 2000, acquiredAt, renewedAt: acquiredAt, transitions: 1, stepDownRequested: false, metadata: {} };
 }
 const release = (): LeaseWrite => ({ ...acquire('x'), holder: null, newTerm: false });
 
-async function waitFor<T>(check: () => T | Promise<T>, ms: number, what: string): Promise<NonNullable<T>> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out after ${ms}ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** revision is etcd's global revision, as etcdctl reads it (a read does not move it). */
 async function revision(): Promise<number> {

@@ -16,31 +16,11 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { EtcdStore } from '../../../src/stores/etcd/index.js';
 import { EtcdServer } from '../../../infra/servers/index.js';
+import { sleep, waitFor, within } from '../../harness/wait.js';
 
 const server = await new EtcdServer().start();
 after(() => server.stop());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** until polls `check` until it holds, failing after `ms`. */
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-/** within fails, naming `what`, if `p` takes longer than `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 const timing = { leaseDurationMs: 2_000, renewDeadlineMs: 1_200, retryPeriodMs: 500 };
 
 /** received reads the server's gRPC messages received so far, per method. */
@@ -96,7 +76,7 @@ describe('etcd: idle standby', () => {
       leader.start();
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
-      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await waitFor(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       await sleep(500); // start-up (campaign, watch set-up) is not idle
       // A leader that stepped down (a badly loaded machine) renews no more: that fails, never
       // hangs. The bound is slack: a renewal late by seconds is the machine, not the standby.
@@ -146,7 +126,7 @@ describe('etcd: idle standby', () => {
       leader.start();
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
-      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await waitFor(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       await sleep(500);
       proxy.silence();
       const releasedAt = performance.now();

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { RedisStore } from '../../../src/stores/redis/index.js';
 import { RedisServer } from '../../../infra/servers/index.js';
+import { sleep, waitFor, within } from '../../harness/wait.js';
 
 const server = await new RedisServer().start();
 const admin = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
@@ -19,26 +20,6 @@ after(async () => {
   await server.stop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** until polls `check` until it holds, failing after `ms`. */
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-/** within fails, naming `what`, if `p` takes longer than `ms`. */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 const timing = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 250 };
 
 /** clientAddrs lists the addresses (ip:port) of the server's clients. */
@@ -78,7 +59,7 @@ describe('redis: idle standby', () => {
       standbyStore = await new RedisStore({ url: server.url }).verify();
       standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing }).start();
       const [st, sb] = [standbyStore, standby];
-      await until(() => st.watchLive && sb.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await waitFor(() => st.watchLive && sb.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       assert.equal(standbyStore.watchSeesExpiry, true, 'the test server publishes expired events');
       // Start-up is not idle: the standby read before its subscription was confirmed, so it looks
       // once more, within one jittered retry period, and then waits on the feed alone.

@@ -11,6 +11,7 @@ import type { LeaseStore, LeaseWrite } from '../../../src/core/store.js';
 import { ZooKeeperStore } from '../../../src/stores/zookeeper/index.js';
 import { ZkSession } from '../../../src/stores/zookeeper/session.js';
 import { ZooKeeperServer } from '../../../infra/servers/index.js';
+import { sleep, waitFor } from '../../harness/wait.js';
 
 const server = await new ZooKeeperServer().start();
 after(() => server.stop());
@@ -30,7 +31,6 @@ async function handle(): Promise<LeaseStore> {
 
 let n = 0;
 const uniqueLock = (what: string) => `claim-${what}-${process.pid}-${n++}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function acquire(holder: string): LeaseWrite {
   const now = Date.now();
@@ -38,15 +38,6 @@ function acquire(holder: string): LeaseWrite {
 }
 const release = (): LeaseWrite => ({ ...acquire('x'), holder: null, newTerm: false });
 
-async function waitFor<T>(check: () => T | Promise<T>, ms: number, what: string): Promise<NonNullable<T>> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out after ${ms}ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** counting records the name of every call any handle makes to ZooKeeper while it is on. */
 function countCalls(): { calls: string[]; stop(): void } {

@@ -18,33 +18,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { ZooKeeperStore } from '../../../src/stores/zookeeper/index.js';
 import { ZooKeeperServer } from '../../../infra/servers/index.js';
+import { sleep, waitFor, within } from '../../harness/wait.js';
 
 const server = await new ZooKeeperServer().start();
 after(() => server.stop());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const timing = { leaseDurationMs: 2_000, renewDeadlineMs: 1_200, retryPeriodMs: 500 };
 /** ZooKeeper op codes (jute): the ones an idle standby may send, and the ones it must not. */
 const OP = { create: 1, delete: 2, exists: 3, getData: 4, setData: 5, getChildren: 8, ping: 11, getChildren2: 12, multi: 14, setWatches: 101 } as const;
 const NAMES = new Map<number, string>(Object.entries(OP).map(([k, v]) => [v, k]));
-
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * CountingProxy forwards to the server and counts the client's requests by op code;
@@ -117,7 +99,7 @@ describe('zookeeper: idle standby', () => {
       leader.start();
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
-      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await waitFor(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       await sleep(500); // start-up (campaign, watches) is not idle
       const a = proxy.snapshot();
       const t0 = performance.now();
@@ -162,10 +144,10 @@ describe('zookeeper: idle standby', () => {
       leader.start();
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
-      await until(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
+      await waitFor(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       // Silence only a standby at rest: a call of its start-up still in flight would time out
       // and reconnect at once, which is not what this test is about.
-      await until(() => performance.now() - proxy.lastSentMs > 1_500, 20_000, 'the standby to go quiet');
+      await waitFor(() => performance.now() - proxy.lastSentMs > 1_500, 20_000, 'the standby to go quiet');
       proxy.silence();
       await leader.stop();
       const t0 = performance.now();
