@@ -176,6 +176,28 @@ export function renderMarkdown(r: BenchResults): string {
     );
   }
 
+  const moves = of('shards_moved');
+  if (moves.length) {
+    out.push('## Shard groups', '');
+    out.push('N shards over M member processes (one ShardGroup each); a member joins, then one is killed (SIGKILL). Moves are compared with the minimum possible and with two schemes computed on the same membership change: modulo assignment and release-everything (kazoo SetPartitioner style).', '');
+    const rest = of('shard_store_rps').filter((r) => r.detail?.phase === 'rest');
+    out.push(
+      table(
+        ['Store', 'Group', 'Event', 'Balanced again in ms', 'Shards moved', 'Minimum', 'Modulo would move', 'Release-everything', 'Store requests/s during', 'At rest requests/s'],
+        moves.map((m) => {
+          const event = String(m.detail?.event ?? '');
+          const same = (r: ResultRow) => r.store === m.store && r.leases === m.leases;
+          const took = of('shard_rebalance_ms').find((r) => same(r) && r.detail?.event === event);
+          const during = of('shard_store_rps').find((r) => same(r) && r.detail?.phase === event);
+          const atRest = rest.find(same);
+          const d = m.detail ?? {};
+          return [m.store, `${m.leases} shards; ${(m.settings ?? '').split(';')[0]!.split(', ')[1] ?? ''}`, event, n(took?.value), String(m.value), String(d.minimum ?? '–'), String(d.modulo ?? '–'), String(d.releaseEverything ?? '–'), n(during?.value), n(atRest?.value)];
+        }),
+      ),
+      '',
+    );
+  }
+
   out.push('## Kubernetes-style polling elector (computed, not measured)', '');
   out.push(
     'No API server runs here, so these figures are derived from client-go’s defaults and loop, not measured. A standby calls `tryAcquireOrRenew` through `wait.JitterUntil(…, RetryPeriod = 2 s, JitterFactor = 1.2, sliding)`, so polls are RetryPeriod × (1 + U[0, 1) × 1.2) = U[2 s, 4.4 s) apart, 3.2 s on average. While another candidate holds a live lease each poll is one GET of the Lease object: **1 / 3.2 s ≈ 0.31 requests/s per standby** (0.3125). A graceful release (ReleaseOnCancel) is noticed at the standby’s next poll, the residual of that interval (median 1.6 s); after a crash the standby counts LeaseDuration (15 s) from its own sight of the last renewal and takes over at the first poll after that (simulated with a fixed seed).',
