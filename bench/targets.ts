@@ -4,6 +4,7 @@
  */
 import type { BenchResults, ResultRow } from './results.js';
 import { FAILOVER_TIMING } from './measure/failover.js';
+import { STORE_KINDS } from './stores.js';
 
 /** Verdict is one line of the targets table. */
 export interface Verdict {
@@ -74,7 +75,9 @@ export function evaluateTargets(r: BenchResults): Verdict[] {
     });
   }
 
-  for (const store of stores) {
+  // Stores without a change feed poll by design (one read per retry period): not judged here.
+  const polls = new Set(STORE_KINDS.filter((k) => !k.notifies).map((k) => k.name));
+  for (const store of stores.filter((s) => !polls.has(s))) {
     const i = find(`baton-${store}`, 'idle_standby_rps');
     if (!i) continue;
     const extra = store === 'sqlite' && i.detail?.sqlStatementsPerS !== undefined ? ` (store calls; ${i.detail.sqlStatementsPerS} SQL statements/s in-process)` : '';
