@@ -12,11 +12,11 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { EtcdStore } from '../../../src/stores/etcd/index.js';
 import { EtcdServer } from '../../../infra/servers/index.js';
 import { sleep, waitFor, within } from '../../harness/wait.js';
+import { SilentProxy } from '../../harness/silent-proxy.js';
 
 const server = await new EtcdServer().start();
 after(() => server.stop());
@@ -31,38 +31,6 @@ async function received(): Promise<Map<string, number>> {
     counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + Number(m[2]));
   }
   return counts;
-}
-
-/**
- * SilentProxy forwards to the server; `silence()` makes every connection open so far go quiet
- * for good — nothing forwarded either way, no reset, no close — as when a host or a middlebox
- * dies mid-connection, while new connections pass again (the network is back).
- */
-class SilentProxy {
-  port = 0;
-  private server?: Server;
-  private readonly open = new Set<Socket>();
-  async listen(targetPort: number): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect({ host: '127.0.0.1', port: targetPort });
-      client.on('data', (chunk) => upstream.write(chunk));
-      upstream.on('data', (chunk) => client.write(chunk));
-      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-        a.on('error', () => b.destroy());
-        a.on('close', () => b.destroy());
-        this.open.add(a);
-      }
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
-  }
-  silence(): void {
-    for (const s of this.open) s.pause();
-    this.open.clear();
-  }
-  close(): void {
-    this.server?.close();
-  }
 }
 
 describe('etcd: idle standby', () => {

@@ -14,11 +14,11 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { LeaderElector } from '../../../src/core/elector.js';
 import { ZooKeeperStore } from '../../../src/stores/zookeeper/index.js';
 import { ZooKeeperServer } from '../../../infra/servers/index.js';
 import { sleep, waitFor, within } from '../../harness/wait.js';
+import { SilentProxy } from '../../harness/silent-proxy.js';
 
 const server = await new ZooKeeperServer().start();
 after(() => server.stop());
@@ -29,60 +29,33 @@ const OP = { create: 1, delete: 2, exists: 3, getData: 4, setData: 5, getChildre
 const NAMES = new Map<number, string>(Object.entries(OP).map(([k, v]) => [v, k]));
 
 /**
- * CountingProxy forwards to the server and counts the client's requests by op code;
- * `silence()` makes every connection open so far go quiet for good (nothing forwarded, no
- * reset, no close) while new connections pass.
+ * CountingProxy is a SilentProxy that counts the client's requests by op code, splitting its
+ * traffic into ZooKeeper frames, and notes when the client last sent anything.
  */
-class CountingProxy {
-  port = 0;
+class CountingProxy extends SilentProxy {
   readonly ops = new Map<string, number>();
   /** When the client side last sent anything (performance.now()). */
   lastSentMs = 0;
-  private server?: Server;
-  private readonly open = new Set<Socket>();
-  private readonly silenced = new Set<Socket>();
-  async listen(targetPort: number): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect({ host: '127.0.0.1', port: targetPort });
-      let buffered = Buffer.alloc(0);
-      let handshake = true;
-      client.on('data', (chunk) => {
-        upstream.write(chunk);
-        this.lastSentMs = performance.now();
-        buffered = Buffer.concat([buffered, chunk]);
-        while (buffered.length >= 4 && buffered.length >= 4 + buffered.readInt32BE(0)) {
-          const frame = buffered.subarray(4, 4 + buffered.readInt32BE(0));
-          buffered = buffered.subarray(4 + frame.length);
-          if (handshake) handshake = false;
-          else if (frame.length >= 8) {
-            const name = NAMES.get(frame.readInt32BE(4)) ?? `op${frame.readInt32BE(4)}`;
-            this.ops.set(name, (this.ops.get(name) ?? 0) + 1);
-          }
+  constructor() {
+    const frames = new WeakMap<object, { buffered: Buffer; handshake: boolean }>();
+    super((chunk, connection) => {
+      this.lastSentMs = performance.now();
+      const c = frames.get(connection) ?? { buffered: Buffer.alloc(0), handshake: true };
+      frames.set(connection, c);
+      c.buffered = Buffer.concat([c.buffered, chunk]);
+      while (c.buffered.length >= 4 && c.buffered.length >= 4 + c.buffered.readInt32BE(0)) {
+        const frame = c.buffered.subarray(4, 4 + c.buffered.readInt32BE(0));
+        c.buffered = c.buffered.subarray(4 + frame.length);
+        if (c.handshake) c.handshake = false;
+        else if (frame.length >= 8) {
+          const name = NAMES.get(frame.readInt32BE(4)) ?? `op${frame.readInt32BE(4)}`;
+          this.ops.set(name, (this.ops.get(name) ?? 0) + 1);
         }
-      });
-      upstream.on('data', (chunk) => client.write(chunk));
-      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-        a.on('error', () => b.destroy());
-        a.on('close', () => b.destroy());
-        this.open.add(a);
       }
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as { port: number }).port;
   }
   snapshot(): Map<string, number> {
     return new Map(this.ops);
-  }
-  silence(): void {
-    for (const s of this.open) {
-      s.pause();
-      this.silenced.add(s);
-    }
-    this.open.clear();
-  }
-  close(): void {
-    for (const s of [...this.open, ...this.silenced]) s.destroy();
-    this.server?.close();
   }
 }
 
