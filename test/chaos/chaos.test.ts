@@ -65,8 +65,10 @@ for (const [name, seed] of Object.entries(STORES)) {
   test(`chaos: ${name} keeps mutual exclusion through every fault that applies (seed ${seed})`, { timeout: 180_000 }, () => checkRun(name, seed, 150_000));
 }
 
-test('chaos: etcd-cluster keeps mutual exclusion while members are killed (seed 20240614)', { timeout: 180_000 }, () =>
-  checkRun('etcd-cluster', 20240614, 150_000, ['--store-faults', 'member-kill']),
+// The seed aims its kill, pause and stall at the leader (each then ends in a failover); with
+// 20240614 the kill hit a standby and a run could see only two failovers.
+test('chaos: etcd-cluster keeps mutual exclusion while members are killed (seed 20240616)', { timeout: 180_000 }, () =>
+  checkRun('etcd-cluster', 20240616, 150_000, ['--store-faults', 'member-kill']),
 );
 
 // Azure blob leases last at least 15 s and faults scale with the lease, so one round of every
