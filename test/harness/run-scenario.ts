@@ -95,7 +95,10 @@ export async function runThreeCandidateScenario(options: { storeUrl: string; nam
     const thirdBaton = batons.get(third)!;
     const termAt = monoNs();
     secondBaton.signal('SIGTERM');
-    const electedSeen = waitFor('the third candidate to announce its election', () => /elected leader/.test(thirdBaton.stderr) && monoNs(), 10_000, 5);
+    // A wait that runs out says what every baton printed, so a failure can be read from CI's log.
+    const electedSeen = waitFor('the third candidate to announce its election', () => /elected leader/.test(thirdBaton.stderr) && monoNs(), 10_000, 5).catch((err: Error) => {
+      throw new Error(`${err.message}${context()}`);
+    });
     electedSeen.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
     const r2 = await secondBaton.waitForExit(5_000);
     assert.equal(r2.code, STOP_CODE, `baton must exit with its child's code on SIGTERM${context()}`);
