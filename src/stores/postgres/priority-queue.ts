@@ -23,11 +23,6 @@ export class StatementQueue {
     private readonly waitLimitMs = 0,
   ) {}
 
-  /** waiting is how many statements wait for a connection (for tests and diagnostics). */
-  get waiting(): number {
-    return this.timed.length + this.other.length;
-  }
-
   /** run runs `task` once fewer than `size` statements are in flight; `timed` ones go first. */
   async run<T>(timed: boolean, task: () => Promise<T>): Promise<T> {
     if (this.running >= this.size) await this.wait(timed ? this.timed : this.other);
