@@ -129,7 +129,16 @@ export class K8sStore implements LeaseStore {
     let term = termOf(base);
     let floorVersion: string | undefined;
     if (next.newTerm) {
-      const raised = await this.raiseFloor(name, lock, base);
+      // A create reads the floor anyway: the Lease is read with it (one round trip), so a create
+      // that already lost does not raise the floor (a skipped term would make the next claim's
+      // floor-version stale).
+      let floor: Lease | null | undefined;
+      if (!base) {
+        let lease: Lease | null;
+        [lease, floor] = await Promise.all([this.get(name), this.get(termFloorNameOf(name))]);
+        if (lease) return { ok: false, current: toRecord(lease, lock) };
+      }
+      const raised = await this.raiseFloor(name, lock, base, floor);
       if (raised === undefined) return { ok: false };
       ({ term, floorVersion } = raised);
     }
@@ -230,20 +239,22 @@ export class K8sStore implements LeaseStore {
    *    usually because another standby just raised it. A refused hint is not used again; the
    *    floor may instead have been raised by an acquisition whose Lease write lost (a skipped
    *    term), so the next attempt reads the floor.
-   * 2. Otherwise the floor is read. It names the Lease version it was raised against
-   *    (baton.dev/for-version): raised against the version we expect, another acquisition from
-   *    the same state is under way, and we lose without writing — once per floor version, since
-   *    that acquisition may have died before its Lease write.
+   * 2. Otherwise the floor is read (`read`: already read with the Lease, for a create). It names
+   *    the Lease version it was raised against (baton.dev/for-version): raised against the
+   *    version we expect, another acquisition from the same state is under way, and we lose
+   *    without writing — once per floor version, since that acquisition may have died before
+   *    its Lease write. (Not for a create: "" does not tell a concurrent create from one made
+   *    before the Lease was deleted.)
    */
-  private async raiseFloor(leaseName: string, lock: string, base: Lease | undefined): Promise<{ term: number; floorVersion: string } | undefined> {
+  private async raiseFloor(leaseName: string, lock: string, base: Lease | undefined, read?: Lease | null): Promise<{ term: number; floorVersion: string } | undefined> {
     const name = termFloorNameOf(leaseName);
     const hint = floorVersionOf(base);
     const forVersion = base?.metadata.resourceVersion ?? '';
     const lost = this.floorsLostTo.get(leaseName);
     const useHint = hint !== undefined && hint !== lost?.hint;
-    const floor = useHint ? undefined : await this.get(name);
+    const floor = useHint ? undefined : read !== undefined ? read : await this.get(name);
     const floorRv = floor?.metadata.resourceVersion;
-    if (floor && floorRv !== lost?.read && floor.metadata.annotations?.[FOR_VERSION] === forVersion && termOf(floor) > termOf(base)) {
+    if (base && floor && floorRv !== lost?.read && floor.metadata.annotations?.[FOR_VERSION] === forVersion && termOf(floor) > termOf(base)) {
       this.floorsLostTo.set(leaseName, { ...lost, read: floorRv });
       return undefined;
     }
