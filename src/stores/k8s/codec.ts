@@ -14,6 +14,7 @@
  *       baton.dev/lease-ms: "<lease duration in ms>"
  *       baton.dev/step-down: "true"           # only while requested
  *       baton.dev/metadata: '<holder metadata as JSON>'
+ *       baton.dev/floor-version: "<rv>"       # the term floor's resourceVersion after this term's raise
  *   spec:
  *     holderIdentity: <holder>      # "" when released (as client-go's ReleaseOnCancel writes)
  *     leaseDurationSeconds: <ceil(lease ms / 1000), at least 1>
@@ -35,6 +36,7 @@ export const ANNOTATION = Object.freeze({
   leaseMs: 'baton.dev/lease-ms',
   stepDown: 'baton.dev/step-down',
   metadata: 'baton.dev/metadata',
+  floorVersion: 'baton.dev/floor-version',
   ledgerKey: 'baton.dev/ledger-key',
   ledgerValue: 'baton.dev/ledger-value',
 });
@@ -113,6 +115,12 @@ export function termOf(lease: Lease | null | undefined): number {
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
+/** floorVersionOf is the term floor's resourceVersion recorded with the Lease's term, if any. */
+export function floorVersionOf(lease: Lease | null | undefined): string | undefined {
+  const v = lease?.metadata.annotations?.[ANNOTATION.floorVersion];
+  return v ? v : undefined;
+}
+
 /** lockOf is the lock a Lease stands for: its annotation, else its name (a client-go Lease). */
 export function lockOf(lease: Lease): string {
   return lease.metadata.annotations?.[ANNOTATION.lock] ?? lease.metadata.name;
@@ -152,12 +160,14 @@ export function toRecord(lease: Lease, lock = lockOf(lease)): LeaseRecord {
 
 /**
  * toLease builds the Lease to send for `next` with fencing term `term`, on top of `base` (the
- * object as read, so labels and annotations of others survive) or a fresh one.
+ * object as read, so labels and annotations of others survive) or a fresh one; an acquisition
+ * passes the floor's new resourceVersion (`floorVersion`), which renewals then carry along.
  */
-export function toLease(name: string, lock: string, next: LeaseWrite, term: number, base?: Lease): Lease {
+export function toLease(name: string, lock: string, next: LeaseWrite, term: number, base?: Lease, floorVersion?: string): Lease {
   const annotations: Record<string, string> = { ...(base?.metadata.annotations ?? {}) };
   annotations[ANNOTATION.lock] = lock;
   annotations[ANNOTATION.term] = String(term);
+  if (floorVersion !== undefined) annotations[ANNOTATION.floorVersion] = floorVersion;
   annotations[ANNOTATION.holder] = next.holder ?? '';
   annotations[ANNOTATION.leaseMs] = String(Math.round(next.leaseDurationMs));
   annotations[ANNOTATION.metadata] = JSON.stringify(next.metadata ?? {});

@@ -18,6 +18,10 @@
  * high: terms strictly increase and are never reused, even if someone deletes the Lease (the
  * floor keeps the count) or deletes the floor (the annotation keeps it). A term whose Lease write
  * then loses is simply skipped. Only deleting both objects resets the count: do not.
+ * The Lease also keeps the floor's resourceVersion from its acquisition (`baton.dev/floor-version`):
+ * while the floor is still at that version it holds exactly the Lease's term, so the next
+ * acquisition raises it with one conditional PUT and no read (a race lost there is lost at
+ * once: in a herd of standbys each makes one request, not a read and a retry loop).
  * A client-go candidate that takes the Lease carries the stale annotations along; baton reads
  * its record with the last baton term, and its own next acquisition still counts past it.
  *
@@ -37,7 +41,7 @@ import type {
   WriteResult,
 } from '../../core/store.js';
 import { KubeClient, statusMessage, type KubeResponse } from './client.js';
-import { LABEL_KIND, lockOf, termOf, toLease, toRecord, type Lease, type LeaseList } from './codec.js';
+import { LABEL_KIND, floorVersionOf, lockOf, termOf, toLease, toRecord, type Lease, type LeaseList } from './codec.js';
 import { parseK8sUrl, resolveTuning, validateNamespace, type K8sTuning } from './config.js';
 import { resolveConnection, type K8sConnection } from './kubeconfig.js';
 import { K8sLedger } from './ledger.js';
@@ -59,8 +63,8 @@ export interface K8sStoreOptions extends Partial<K8sTuning> {
   onError?: (err: BatonError) => void;
 }
 
-/** How many times an acquisition re-reads the term floor after losing a race on it. */
-const FLOOR_ATTEMPTS = 5;
+/** FOR_VERSION: on the floor Lease, the resourceVersion of the Lease it was raised against ("" for a create). */
+const FOR_VERSION = 'baton.dev/for-version';
 
 /** K8sStore keeps leases in Kubernetes Lease objects (see the header comment). */
 export class K8sStore implements LeaseStore {
@@ -76,6 +80,8 @@ export class K8sStore implements LeaseStore {
   private readonly onError: (err: BatonError) => void;
   /** The last object seen per Lease name, so a renewal need not read before its PUT. */
   private readonly seen = new Map<string, Lease>();
+  /** Per Lease name, the floor versions this handle last lost to: a refused hint, a floor read (see raiseFloor). */
+  private readonly floorsLostTo = new Map<string, { hint?: string; read?: string }>();
   private readonly watches = new Map<string, { watch: LeaseWatch; listeners: Set<WatchListener> }>();
   private closed = false;
 
@@ -121,10 +127,20 @@ export class K8sStore implements LeaseStore {
     }
     // 2. The term: kept on a renewal; on an acquisition, recorded in the floor before it is used.
     let term = termOf(base);
+    let floorVersion: string | undefined;
     if (next.newTerm) {
-      const raised = await this.raiseFloor(name, lock, termOf(base));
+      // A create reads the floor anyway: the Lease is read with it (one round trip), so a create
+      // that already lost does not raise the floor (a skipped term would make the next claim's
+      // floor-version stale).
+      let floor: Lease | null | undefined;
+      if (!base) {
+        let lease: Lease | null;
+        [lease, floor] = await Promise.all([this.get(name), this.get(termFloorNameOf(name))]);
+        if (lease) return { ok: false, current: toRecord(lease, lock) };
+      }
+      const raised = await this.raiseFloor(name, lock, base, floor);
       if (raised === undefined) return { ok: false };
-      term = raised;
+      ({ term, floorVersion } = raised);
     }
     // 3. The conditional write itself. leaseTransitions counts changes of holder the way
     //    client-go does (taking the Lease from someone else, or from "", adds one).
@@ -132,7 +148,7 @@ export class K8sStore implements LeaseStore {
       const previous = Number(base.spec?.leaseTransitions) > 0 ? Number(base.spec.leaseTransitions) : 0;
       next = { ...next, transitions: (base.spec?.holderIdentity ?? '') === (next.holder ?? '') ? previous : previous + 1 };
     }
-    const lease = toLease(name, lock, next, term, base);
+    const lease = toLease(name, lock, next, term, base, floorVersion);
     const res = base
       ? await this.call('PUT', `${this.leasesPath}/${name}`, lease)
       : await this.call('POST', this.leasesPath, lease);
@@ -212,31 +228,61 @@ export class K8sStore implements LeaseStore {
   // ---- internals -------------------------------------------------------------------------
 
   /**
-   * raiseFloor records a new term in the floor Lease and returns it: max(floor, `leaseTerm`) + 1,
-   * written by compare-and-set so that two acquisitions never take the same term. Undefined when
-   * it kept losing races (another acquisition is under way: this one loses too).
+   * raiseFloor records a new term in the floor Lease and returns it with the floor's new
+   * resourceVersion: max(floor, lease term) + 1, written by compare-and-set so that two
+   * acquisitions never take the same term. Undefined when this acquisition has lost to another
+   * one under way: there is no retry (in a herd, each loser's retries cost a read and a write).
+   *
+   * 1. When `base` names the floor's resourceVersion from its own acquisition (floor-version),
+   *    the floor is written at that version without a read: a floor still at it holds exactly
+   *    the base's term (that acquisition wrote both), and a floor that moved refuses the write —
+   *    usually because another standby just raised it. A refused hint is not used again; the
+   *    floor may instead have been raised by an acquisition whose Lease write lost (a skipped
+   *    term), so the next attempt reads the floor.
+   * 2. Otherwise the floor is read (`read`: already read with the Lease, for a create). It names
+   *    the Lease version it was raised against (baton.dev/for-version): raised against the
+   *    version we expect, another acquisition from the same state is under way, and we lose
+   *    without writing — once per floor version, since that acquisition may have died before
+   *    its Lease write. (Not for a create: "" does not tell a concurrent create from one made
+   *    before the Lease was deleted.)
    */
-  private async raiseFloor(leaseName: string, lock: string, leaseTerm: number): Promise<number | undefined> {
+  private async raiseFloor(leaseName: string, lock: string, base: Lease | undefined, read?: Lease | null): Promise<{ term: number; floorVersion: string } | undefined> {
     const name = termFloorNameOf(leaseName);
-    for (let attempt = 0; attempt < FLOOR_ATTEMPTS; attempt++) {
-      const floor = await this.get(name);
-      const term = Math.max(termOf(floor), leaseTerm) + 1;
-      const body: Lease = {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: {
-          ...(floor?.metadata ?? {}),
-          name,
-          labels: { ...(floor?.metadata.labels ?? {}), [LABEL_KIND]: 'term' },
-          annotations: { ...(floor?.metadata.annotations ?? {}), 'baton.dev/lock': lock, 'baton.dev/term': String(term) },
-        },
-        spec: floor?.spec ?? {},
-      };
-      const res = floor ? await this.call('PUT', `${this.leasesPath}/${name}`, body) : await this.call('POST', this.leasesPath, body);
-      if (res.status === 200 || res.status === 201) return term;
-      if (res.status !== 409 && res.status !== 404) throw this.failure(res, floor ? 'PUT' : 'POST', `leases/${name}`);
+    const hint = floorVersionOf(base);
+    const forVersion = base?.metadata.resourceVersion ?? '';
+    const lost = this.floorsLostTo.get(leaseName);
+    const useHint = hint !== undefined && hint !== lost?.hint;
+    const floor = useHint ? undefined : read !== undefined ? read : await this.get(name);
+    const floorRv = floor?.metadata.resourceVersion;
+    if (base && floor && floorRv !== lost?.read && floor.metadata.annotations?.[FOR_VERSION] === forVersion && termOf(floor) > termOf(base)) {
+      this.floorsLostTo.set(leaseName, { ...lost, read: floorRv });
+      return undefined;
     }
-    return undefined;
+    const term = (useHint ? termOf(base) : Math.max(termOf(floor), termOf(base))) + 1;
+    const body: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        ...(floor?.metadata ?? {}),
+        name,
+        ...(useHint ? { resourceVersion: hint } : {}),
+        labels: { ...(floor?.metadata.labels ?? {}), [LABEL_KIND]: 'term' },
+        annotations: { ...(floor?.metadata.annotations ?? {}), 'baton.dev/lock': lock, 'baton.dev/term': String(term), [FOR_VERSION]: forVersion },
+      },
+      spec: floor?.spec ?? {},
+    };
+    const update = useHint || floor !== null;
+    const res = update ? await this.call('PUT', `${this.leasesPath}/${name}`, body) : await this.call('POST', this.leasesPath, body);
+    if (res.status === 200 || res.status === 201) {
+      const version = (res.body as unknown as Lease).metadata?.resourceVersion;
+      if (!version) throw new StoreUnavailableError(`k8s: ${this.client.where}: ${update ? 'PUT' : 'POST'} leases/${name}: answer without a resourceVersion`);
+      return { term, floorVersion: version };
+    }
+    if (res.status === 409 || res.status === 404) {
+      if (useHint) this.floorsLostTo.set(leaseName, { ...lost, hint });
+      return undefined;
+    }
+    throw this.failure(res, update ? 'PUT' : 'POST', `leases/${name}`);
   }
 
   private async get(name: string): Promise<Lease | null> {
