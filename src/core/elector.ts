@@ -9,6 +9,7 @@ import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop, STEP_PENDING, type StepOutcome } from './reconcile-loop.js';
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason, type StoppedEvent } from './elector-events.js';
 import { acquisitionWrite, releaseWrite } from './lease-writes.js';
+import { decideClaim } from './claim-decision.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
@@ -22,11 +23,13 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
  * monotonic deadline. Its rules, numbered where they are applied:
  *
- * 1. (campaignForRecord) On a compare-and-set store, a free record (absent or released) is
- *    acquired with a compare-and-set; the store assigns a new, higher term — the fencing token.
- * 2. (campaignForRecord) A held record is expired only by this process's own observation: its
- *    revision must stay unchanged for the holder's leaseDuration, timed on our monotonic clock
- *    from when we first saw that revision. No wall time written by another host is compared.
+ * 1. (campaignForRecord; decided in claim-decision.ts) On a compare-and-set store, a free record
+ *    (absent or released) is acquired with a compare-and-set; the store assigns a new, higher
+ *    term — the fencing token.
+ * 2. (campaignForRecord; claim-decision.ts) A held record is expired only by this process's own
+ *    observation: its revision must stay unchanged for the holder's leaseDuration, timed on
+ *    our monotonic clock from when we first saw that revision. No wall time written by another
+ *    host is compared.
  *    Stores with server-side expiry remove the record themselves; we never take it over. (Where
  *    the feed reports every renewal, we send a create-if-absent once the server's timer must
  *    have run out: the server, not we, decides whether the record is gone.) A claim at an
@@ -275,38 +278,23 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // A lost race hands back the winner's record: decide again without another read, a few times at most.
     for (let attempt = 0; attempt < 3 && this.state === 'running'; attempt++) {
       this.observe(record);
-      const now = this.clock.monotonicMs();
-      let expected: string | null;
-      if (!record) {
-        // 1. Absent: create it.
-        expected = null;
-      } else if (record.holder === null || this.isOrphanOfOurs(record)) {
-        // 1. Released (or nothing acts under it any more): compare-and-set it.
-        expected = record.revision;
-      } else if (this.store.capabilities.serverExpiry && this.hearsRenewals() && this.claimedRevision !== record.revision) {
-        // 2. The feed reports every renewal, so the server's timer for this revision started
-        // before we saw it: once leaseDuration (plus a millisecond the server may round away)
-        // has passed on our clock, the server drops the record at the next access — a create
-        // sent then is that access (Redis expires a key lazily when it is touched; its active
-        // cycle would only notice it up to 1/hz later). Still create-if-absent: a live record
-        // is never taken over. Tried once per revision; if it was not gone, wait as below.
-        const dueMs = this.observed!.atMs + record.leaseDurationMs + SERVER_ROUNDING_MS;
-        if (now < dueMs) return this.waitForExpiry(record, dueMs - now);
-        this.claimedRevision = record.revision;
-        expected = null;
-      } else if (this.store.capabilities.serverExpiry) {
-        // 2. The server removes an expired record; a live one is never taken over. Renewals there
-        // may keep the revision (etcd keepalives), so once the record outlives the wait, count
-        // the next look from now — never re-read in a loop.
-        const lookMs = record.leaseDurationMs + this.timing.retryPeriodMs;
-        if (now - this.observed!.atMs >= lookMs) this.observed!.atMs = now;
-        return this.waitForChange(this.observed!.atMs + lookMs - now, true);
-      } else {
-        // 2. Expired by our own observation only: the revision unchanged for leaseDuration.
-        const expiresAt = this.observed!.atMs + record.leaseDurationMs;
-        if (now < expiresAt) return this.waitForExpiry(record, expiresAt - now);
-        expected = record.revision;
+      // 1–2. What the record allows: write now, or wait for its expiry (claim-decision.ts).
+      const decision = decideClaim(record, {
+        nowMs: this.clock.monotonicMs(),
+        observedAtMs: this.observed!.atMs,
+        serverExpiry: this.store.capabilities.serverExpiry,
+        hearsRenewals: this.hearsRenewals(),
+        claimedRevision: this.claimedRevision,
+        orphanOfOurs: !!record && this.isOrphanOfOurs(record),
+        retryPeriodMs: this.timing.retryPeriodMs,
+      });
+      if (decision.kind === 'waitForExpiry') return this.waitForExpiry(record!, decision.ms);
+      if (decision.kind === 'waitForRemoval') {
+        this.observed!.atMs = decision.lookFromMs;
+        return this.waitForChange(decision.ms, true);
       }
+      if (decision.claimsRevision !== undefined) this.claimedRevision = decision.claimsRevision;
+      const expected = decision.expected;
       const startMs = this.clock.monotonicMs();
       const result = await this.store.write(this.lock, expected, this.acquisition(record));
       if (result.ok) {
@@ -557,9 +545,3 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 }
 
 const NOTHING = Symbol('nothing');
-
-/**
- * SERVER_ROUNDING_MS is added to a server-expired record's expiry before a standby claims it:
- * Redis counts expiry in whole milliseconds and drops a key only once its clock is past it.
- */
-const SERVER_ROUNDING_MS = 2;
