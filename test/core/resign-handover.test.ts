@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LeaderElector } from '../../src/core/elector.js';
 import { MemoryStore } from '../../src/stores/memory/index.js';
+import { waitFor } from '../harness/wait.js';
 
 const TIMING = { leaseDurationMs: 2000, renewDeadlineMs: 1400, retryPeriodMs: 400 };
 
@@ -16,7 +17,7 @@ test('resign() hands the lease to the waiting standby (memory store)', async () 
   await a.elected();
   const b = new LeaderElector({ store, lock: 'handover', identity: 'b', ...TIMING }).start();
   try {
-    await new Promise((r) => setTimeout(r, 100)); // b has seen a and waits
+    await waitFor(() => b.leader()?.holder === 'a', 5000, 'the standby to see the leader'); // b has seen a and waits
     await a.resign();
     await new Promise((r) => setTimeout(r, 300)); // shorter than a's promised retry-period pause
     assert.equal((await store.read('handover'))?.holder, 'b');
@@ -38,7 +39,7 @@ test('a step-down request hands the lease to the standby (SQLite, one connection
   await a.elected();
   const b = new LeaderElector({ store: stores[1]!, lock: 'handover', identity: 'b', ...TIMING }).start();
   try {
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => b.leader()?.holder === 'a', 5000, 'the standby to see the leader'); // it waits behind a
     const out = await requestStepDown(stores[2]!, 'handover');
     assert.equal(out.record?.holder, 'b', `after the step-down the lease went to ${out.record?.holder}`);
   } finally {
