@@ -14,6 +14,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { ZooKeeperStore } from '../../../src/stores/zookeeper/index.js';
 import { InFlightCap } from '../../../src/stores/zookeeper/in-flight.js';
 import { MAX_IN_FLIGHT } from '../../../src/stores/zookeeper/session.js';
+import { RENEW_CHUNK } from '../../../src/stores/zookeeper/renew-batch.js';
+import { acquireWrite, keepWrite } from '../../../src/testing/conformance/context.js';
 import { ZooKeeperServer } from '../../../infra/servers/index.js';
 
 /** Frames splits a byte stream into ZooKeeper frames (a 4-byte length, then the body). */
@@ -41,6 +43,8 @@ class PacedProxy {
   sent = 0;
   answered = 0;
   maxOutstanding = 0;
+  /** Requests by op code (1 create, 4 getData, 8/12 getChildren, 14 multi, …). */
+  readonly ops = new Map<number, number>();
   private server?: Server;
   private readonly sockets = new Set<Socket>();
 
@@ -59,7 +63,10 @@ class PacedProxy {
       let handshakes = 0;
       client.on('data', (chunk: Buffer) => {
         for (const f of toServer.push(chunk)) {
-          if (handshakes++ > 0 && f.readInt32BE(4) >= 0) this.sent++;
+          if (handshakes++ > 0 && f.readInt32BE(4) >= 0) {
+            this.sent++;
+            this.ops.set(f.readInt32BE(8), (this.ops.get(f.readInt32BE(8)) ?? 0) + 1);
+          }
           this.maxOutstanding = Math.max(this.maxOutstanding, this.sent - this.answered);
           upstream.write(f);
         }
@@ -115,12 +122,45 @@ describe('zookeeper: many calls at once', () => {
     await Promise.all(takes);
   });
 
-  describe('on a real server behind a slow connection', () => {
+  describe('on a real server', () => {
     let server: ZooKeeperServer;
     after(() => server?.stop());
 
+    it(`renewMany renews ${RENEW_CHUNK} leaders to a multi, and a chunk with a lost race lease by lease`, async () => {
+      server ??= await new ZooKeeperServer().start();
+      const proxy = new PacedProxy(100_000, 1);
+      await proxy.listen(server.port);
+      const store = ZooKeeperStore.fromUrl(`zk://127.0.0.1:${proxy.port}/batch`);
+      try {
+        const leases = 600;
+        const locks = Array.from({ length: leases }, (_, i) => `batch-${process.pid}-${i}`);
+        const held = await Promise.all(locks.map((l) => store.queue.campaign(l, acquireWrite('alice'))));
+        const first = held.map((r) => (assert.ok(r.ok), r.record.revision));
+        const multis = () => proxy.ops.get(14) ?? 0;
+        const renewAll = (expected: (i: number) => string) => store.renewMany(locks.map((lock, i) => ({ lock, expected: expected(i), next: keepWrite('alice') })));
+
+        const before = multis();
+        const renewed = await renewAll((i) => first[i]!);
+        assert.ok(renewed.every((r) => r.ok));
+        assert.equal(multis() - before, Math.ceil(leases / RENEW_CHUNK), 'multis on the wire for one renewal of every lease');
+        let revisions = renewed.map((r) => (r.ok ? r.record.revision : ''));
+
+        // Lease 300 sends the revision before the one it holds: it lost its race, the rest renew.
+        const stale = 300;
+        const mixed = await renewAll((i) => (i === stale ? first[i]! : revisions[i]!));
+        mixed.forEach((r, i) => assert.equal(r.ok, i !== stale, `lease ${i}`));
+        // Its leader still holds the revision it had: every lease renews on what it holds.
+        revisions = mixed.map((r, i) => (r.ok ? r.record.revision : revisions[i]!));
+        const again = await renewAll((i) => revisions[i]!);
+        assert.ok(again.every((r) => r.ok));
+      } finally {
+        await store.close();
+        proxy.close();
+      }
+    });
+
     it(`keeps at most ${MAX_IN_FLIGHT} requests out and keeps a connection that answers slower than the call deadline`, async () => {
-      server = await new ZooKeeperServer().start();
+      server ??= await new ZooKeeperServer().start();
       // 20 answers every 20 ms: 2,000 answers take 2 s, 256 of them about 260 ms.
       const proxy = new PacedProxy(20, 20);
       await proxy.listen(server.port);
