@@ -30,6 +30,7 @@ import { Latch } from './latch.js';
 import { ZkLayout, toRecord } from './layout.js';
 import { ZkLedger } from './ledger.js';
 import { LockWatch } from './lock-watch.js';
+import { renewBatch } from './renew-batch.js';
 import { loadZk, type ZkClient, type ZkModule } from './sdk.js';
 import { ZkSession, type SessionEvents } from './session.js';
 
@@ -172,11 +173,14 @@ export class ZooKeeperStore implements LeaseStore {
     return this.latch.update(lock, expected, next);
   }
 
-  /** renewMany sends every renewal at once: ZooKeeper pipelines them on each session's connection. */
+  /**
+   * renewMany renews this handle's leaders RENEW_CHUNK to a multi (see renewBatch); anything else
+   * in the batch is written one by one, pipelined on the session's connection.
+   */
   async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
     this.guard.check();
     await this.loaded();
-    return Promise.all(requests.map((r) => (r.next.newTerm ? this.write(r.lock, r.expected, r.next) : this.latch.update(r.lock, r.expected, r.next))));
+    return renewBatch(this.entries, requests, (r) => (r.next.newTerm ? this.write(r.lock, r.expected, r.next) : this.latch.update(r.lock, r.expected, r.next)));
   }
 
   watch(lock: string, listener: WatchListener): () => void {

@@ -8,8 +8,12 @@
  * server refuses the session — never while it is cut off. So:
  * - a call waits for the connection at most its deadline and is never queued while disconnected
  *   (a late `create` would leave a node nobody knows about);
- * - every call has a deadline; a call that times out on a connection the client still thinks is
- *   up destroys the socket, so the client moves on to the next member (same session);
+ * - at most MAX_IN_FLIGHT requests are in the client at once; the rest wait their turn in
+ *   baton (InFlightCap), so 10,000 calls made at once do not all start their clocks together;
+ * - every call has a deadline, counted from when it is handed to the client; a call that times
+ *   out on a connection that has heard nothing for as long destroys the socket, so the client
+ *   moves on to the next member (same session). A connection that still answers is kept: a
+ *   busy server answering a long queue in order is not a frozen one;
  * - a connection attempt that is not answered within a call deadline is dropped too: the
  *   client times the TCP connect only, not the handshake after it;
  * - once expired, the client is dropped and a new one made on the next call; `onExpired` tells
@@ -23,8 +27,16 @@
 import { StoreUnavailableError } from '../../core/errors.js';
 import { unavailable } from '../kit/errors.js';
 import { withTimeout } from '../kit/timeout.js';
+import { InFlightCap } from './in-flight.js';
 import type { ZkClient, ZkModule, ZkStat } from './sdk.js';
 import { ZK } from './sdk.js';
+
+/**
+ * MAX_IN_FLIGHT is how many requests a session has in the client at once. Enough to keep the
+ * connection busy (ZooKeeper commits a pipeline's writes in groups), few enough that the last of
+ * them is answered well within the call deadline on a loaded server.
+ */
+export const MAX_IN_FLIGHT = 256;
 
 /** SessionEvents are what a session tells its store. */
 export interface SessionEvents {
@@ -45,6 +57,8 @@ export class ZkSession {
   private lastHeardMs = 0;
   private deafTimer?: NodeJS.Timeout;
   private heardSocket?: NodeJS.EventEmitter;
+  private silenceCheck?: NodeJS.Timeout;
+  private readonly cap: InFlightCap;
   /** Bumped for every client, so events of a dropped client are ignored. */
   generation = 0;
 
@@ -57,7 +71,16 @@ export class ZkSession {
     private readonly events: SessionEvents,
     /** A client given by the library user: used as is, never closed, never replaced. */
     private readonly given?: ZkClient,
-  ) {}
+    /** At most this many requests in the client at once (see InFlightCap). */
+    maxInFlight = MAX_IN_FLIGHT,
+  ) {
+    this.cap = new InFlightCap(maxInFlight);
+  }
+
+  /** inFlight is how many requests are in the client now, and how many wait for a turn. */
+  get load(): { inFlight: number; waiting: number } {
+    return { inFlight: this.cap.inFlight, waiting: this.cap.waiting };
+  }
 
   /** connected tells whether the connection is up now. */
   get connected(): boolean {
@@ -93,20 +116,86 @@ export class ZkSession {
 
   /**
    * call runs one request under the call deadline: `fn` gets the client and a node-style callback.
+   * The request waits its turn behind the in-flight cap (see InFlightCap) and its deadline counts
+   * from when it is handed to the client. Waiting for a turn has no timer of its own: every
+   * request ahead is answered, or failed within the call deadline by a dropped connection.
    * ZooKeeper's own error codes come back as ZkError (the caller decides which mean a lost race);
    * a lost connection or a timeout is StoreUnavailableError.
    */
   async call<T>(what: string, fn: (client: ZkClient, done: (err: unknown, value?: T) => void) => void): Promise<T> {
-    const client = await this.ready(what);
+    const release = await this.cap.take();
+    let client: ZkClient;
+    try {
+      client = await this.ready(what);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    // The slot is freed by the client's answer (or failure), not by our deadline: a request
+    // given up on is still in the client, and the cap counts what the connection carries.
     const result = new Promise<T>((resolve, reject) => {
-      fn(client, (err, value) => (err ? reject(err) : resolve(value as T)));
+      try {
+        fn(client, (err, value) => {
+          release();
+          if (err) reject(err);
+          else resolve(value as T);
+        });
+      } catch (err) {
+        release();
+        reject(err);
+      }
     });
     try {
-      return await withTimeout('zookeeper', what, this.callTimeoutMs, result, () => this.kick(client));
+      return await this.answered(what, result, client);
     } catch (err) {
       if (isZkError(err) && !isConnectionError(err)) throw err;
       throw unavailable('zookeeper', err, what);
     }
+  }
+
+  /**
+   * answered waits for `result` at most the call deadline. The deadline is judged after pending
+   * I/O (setImmediate), so an event loop that was itself busy reads an answer already in the
+   * socket before calling it late. A late call drops the connection only if it is silent too.
+   */
+  private answered<T>(what: string, result: Promise<T>, client: ZkClient): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        setImmediate(() => {
+          if (settled) return;
+          this.unanswered(client);
+          reject(new StoreUnavailableError(`zookeeper: ${what} timed out after ${this.callTimeoutMs} ms`));
+        });
+      }, this.callTimeoutMs);
+    });
+    return Promise.race([result, late]).finally(() => {
+      settled = true;
+      clearTimeout(timer);
+    });
+  }
+
+  /**
+   * unanswered: a request outran the call deadline. ZooKeeper answers a connection's requests in
+   * order, so anything heard since it went out means the server is working through ours (a busy
+   * server, a long queue): the connection is kept. One silent for the whole deadline is dropped
+   * (a frozen member), so the client moves on, same session. While requests are still out, the
+   * silence is looked at again when it would reach the deadline.
+   */
+  private unanswered(client: ZkClient): void {
+    if (this.client !== client || this.given || !this.up) return;
+    const silentMs = performance.now() - this.lastHeardMs;
+    if (silentMs >= this.callTimeoutMs) {
+      this.kick(client);
+      return;
+    }
+    if (this.silenceCheck) return;
+    this.silenceCheck = setTimeout(() => {
+      this.silenceCheck = undefined;
+      if (this.cap.inFlight > 0) setImmediate(() => this.unanswered(client));
+    }, this.callTimeoutMs - silentMs + 1);
+    this.silenceCheck.unref();
   }
 
   /** close ends the session (its ephemeral nodes go at once) unless the client was given. */
@@ -115,7 +204,9 @@ export class ZkSession {
     this.closed = true;
     this.up = false;
     clearInterval(this.deafTimer);
+    clearTimeout(this.silenceCheck);
     for (const w of this.waiting.splice(0)) w();
+    this.cap.openAll();
     if (this.client && !this.given) this.client.close();
     this.client = undefined;
   }
@@ -125,6 +216,8 @@ export class ZkSession {
     const client = this.given ?? this.sdk.createClient(this.connectString, { sessionTimeout: this.requestedMs, spinDelay: 100, retries: 0 });
     const generation = ++this.generation;
     this.client = client;
+    // A new client: the old one's requests will never be answered, so their slots are free.
+    this.cap.reset();
     let fresh = true;
     client.on('state', (state) => {
       if (this.client !== client || this.generation !== generation) return;
