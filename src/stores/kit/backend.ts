@@ -32,6 +32,16 @@ export interface ReplaceItem {
   readonly value: string;
 }
 
+/**
+ * RenewValueItem is one item of a renewal-only batch (`renewValues`): keep the key's value as it
+ * is at `version`, with only the lease record's renewedAt set to `renewedAt` (wall ms).
+ */
+export interface RenewValueItem {
+  readonly key: string;
+  readonly version: string;
+  readonly renewedAt: number;
+}
+
 /** CasBackend: see the file comment. */
 export interface CasBackend {
   /** Short name for messages and the store's `kind`, e.g. "dynamodb". */
@@ -50,6 +60,14 @@ export interface CasBackend {
    */
   replaceMany?(items: readonly ReplaceItem[]): Promise<(string | null)[]>;
   readonly maxBatch?: number;
+  /**
+   * renewValues (optional) is the renewal-only batch behind `LeaseStore.renewRevisions`: for
+   * each item whose key is still at `version` it rewrites only the `renewedAt` number inside
+   * the value — the first `,"renewedAt":` of the text (record-codec.ts writes it before the
+   * metadata) — and gives the key a new version; the rest of the value is not sent. Answers the
+   * new version or null, item by item; gets the whole batch (it splits it as it needs).
+   */
+  renewValues?(items: readonly RenewValueItem[]): Promise<(string | null)[]>;
   /**
    * watch (optional) calls `onChange` after a key changes: with the new item when known cheaply,
    * null when it is gone, undefined for "read it". Spurious calls are fine. Returns a stop function.

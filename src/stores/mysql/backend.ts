@@ -1,7 +1,8 @@
 /**
  * MysqlBackend is the kit's CasBackend on one MySQL/MariaDB table (sql.ts): `create` is an
  * INSERT that a duplicate key refuses, `replace` an UPDATE whose WHERE names the expected
- * version, `replaceMany` one UPDATE for a whole batch.
+ * version, `replaceMany` one UPDATE for a whole batch, `renewValues` (the renewal-only batch)
+ * one UPDATE per 1,000 leases that sends no record.
  *
  * Versions are 96 random bits (16 base64url characters) drawn by the writer, not a per-row
  * counter: a counter would start again at 1 after an operator deletes a row, and a holder still
@@ -13,11 +14,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import { StoreUnavailableError, errorMessage } from '../../core/errors.js';
-import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
+import type { BackendItem, CasBackend, RenewValueItem, ReplaceItem } from '../kit/backend.js';
 import { oneLine } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
-import { MysqlStatements, likePrefix } from './sql.js';
+import { MysqlStatements, likePrefix, sqlLiteral } from './sql.js';
 
 /** MysqlBackendOptions: the per-statement bound, whether the pool is baton's to end, a label. */
 export interface MysqlBackendOptions {
@@ -37,6 +38,16 @@ type Row = Record<string, unknown>;
 function newVersion(): string {
   return randomBytes(12).toString('base64url');
 }
+
+/** newVersions draws `n` fresh versions with one call into the random source (12 bytes = 16 characters each). */
+function newVersions(n: number): string[] {
+  const text = randomBytes(12 * n).toString('base64url');
+  return Array.from({ length: n }, (_, i) => text.slice(16 * i, 16 * i + 16));
+}
+
+/** Leases per renewal-only UPDATE (~100 bytes each), and how many such UPDATEs one batch has in flight. */
+const RENEW_CHUNK = 1000;
+const RENEW_IN_FLIGHT = 2;
 
 /** MysqlBackend: see the file comment. */
 export class MysqlBackend implements CasBackend {
@@ -98,6 +109,42 @@ export class MysqlBackend implements CasBackend {
     return items.map((i, j) => (now.get(i.key) === next[j] ? next[j]! : null));
   }
 
+  async renewValues(items: readonly RenewValueItem[]): Promise<(string | null)[]> {
+    const out: (string | null)[] = new Array(items.length);
+    let next = 0;
+    const worker = async () => {
+      for (let start = next; start < items.length; start = next) {
+        next = start + RENEW_CHUNK;
+        const chunk = items.slice(start, next);
+        (await this.renewChunk(chunk)).forEach((version, j) => (out[start + j] = version));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(RENEW_IN_FLIGHT, Math.ceil(items.length / RENEW_CHUNK)) }, worker));
+    return out;
+  }
+
+  /** renewChunk is one renewal-only UPDATE (sql.ts renewValues); the rows that now carry the versions it drew are the ones it renewed. */
+  private async renewChunk(items: readonly RenewValueItem[]): Promise<(string | null)[]> {
+    const next = newVersions(items.length);
+    const literal = (s: string) => sqlLiteral(s, (x) => this.pool.escape(x));
+    const renewedAt = items.map((i) => (Number.isFinite(i.renewedAt) ? String(Math.round(i.renewedAt)) : 'null'));
+    const statement = this.sql.renewValues(items.map((i) => i.key), items.map((i) => i.version), next, renewedAt, literal);
+    let affected: number;
+    try {
+      affected = ((await this.query('batch renew', statement)) as { affectedRows: number }).affectedRows;
+    } catch (err) {
+      // Rolled back as a whole: nothing was renewed.
+      if (errno(err) === ER_LOCK_DEADLOCK) return items.map(() => null);
+      throw err;
+    }
+    if (affected === items.length) return next;
+    // Some did not match (or a key was named twice: its row is renewed once). The versions were
+    // drawn here, so a row carrying one was renewed by this statement and by nothing else.
+    const rows = (await this.query('batch read', this.sql.versionsOf(items.length), items.map((i) => i.key))) as Row[];
+    const now = new Map(rows.map((r) => [text(r.k), String(r.version)]));
+    return items.map((i, j) => (now.get(i.key) === next[j] ? next[j]! : null));
+  }
+
   async list(prefix: string, limit: number): Promise<BackendItem[]> {
     const rows = (await this.query('list', this.sql.list, [likePrefix(prefix), Math.min(limit, 2 ** 31 - 1)], this.options.timeoutMs * 5)) as Row[];
     return rows.map((r) => ({ key: text(r.k), value: text(r.v), version: String(r.version) }));
@@ -113,7 +160,7 @@ export class MysqlBackend implements CasBackend {
   }
 
   /** query runs one statement, bounded by the timeout, with any failure as one line of StoreUnavailableError. */
-  private async query(what: string, sql: string, values: unknown[], timeoutMs = this.options.timeoutMs): Promise<unknown> {
+  private async query(what: string, sql: string, values?: unknown[], timeoutMs = this.options.timeoutMs): Promise<unknown> {
     this.guard.check();
     try {
       const [result] = await withTimeout('mysql', what, timeoutMs + 250, this.pool.query({ sql, values, timeout: timeoutMs }));

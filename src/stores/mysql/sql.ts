@@ -58,6 +58,28 @@ export class MysqlStatements {
     return this.wait(`UPDATE ${q(this.table)} SET v = ${whens('v')}, version = ${whens('version')} WHERE ${where}`);
   }
 
+  /**
+   * renewValues is one UPDATE for a renewal-only batch: each row still at its expected version
+   * takes its new version and, inside its JSON text, the new renewedAt — nothing else of the
+   * record is sent. The batch is a derived table of literal rows (`SELECT … UNION ALL SELECT …`:
+   * MySQL 8 and MariaDB spell a row constructor differently), read first (STRAIGHT_JOIN), each
+   * row then found by primary key. The number after the text's first `,"renewedAt":` is cut up
+   * to the next comma (record-codec.ts writes renewedAt before the metadata, and no string of
+   * the record can hold `,"` unescaped); a text without one keeps its value. `literal` quotes a
+   * string (see sqlLiteral); versions and renewedAt are base64url and digits.
+   */
+  renewValues(keys: readonly string[], expected: readonly string[], next: readonly string[], renewedAt: readonly string[], literal: (s: string) => string): string {
+    const rows = keys.map((k, i) =>
+      i === 0
+        ? `SELECT ${literal(k)} AS k, ${literal(expected[i]!)} AS e, '${next[i]}' AS n, '${renewedAt[i]}' AS r`
+        : `SELECT ${literal(k)}, ${literal(expected[i]!)}, '${next[i]}', '${renewedAt[i]}'`,
+    );
+    const at = `LOCATE(',"renewedAt":', l.v)`;
+    const end = `LOCATE(',', l.v, ${at} + 13)`;
+    const v = `IF(${at} = 0 OR ${end} = 0, l.v, INSERT(l.v, ${at} + 13, ${end} - ${at} - 13, b.r))`;
+    return this.wait(`UPDATE (${rows.join(' UNION ALL ')}) AS b STRAIGHT_JOIN ${q(this.table)} AS l ON l.k = b.k AND l.version = b.e SET l.v = ${v}, l.version = b.n`);
+  }
+
   /** versionsOf reads the versions of `n` keys (after a batch in which some did not match). */
   versionsOf(n: number): string {
     return this.wait(`SELECT k, version FROM ${q(this.table)} WHERE k IN (${Array.from({ length: n }, () => '?').join(', ')})`);
@@ -67,6 +89,15 @@ export class MysqlStatements {
   private wait(statement: string): string {
     return this.syncWait > 0 ? `SET STATEMENT wsrep_sync_wait=${this.syncWait} FOR ${statement}` : statement;
   }
+}
+
+/**
+ * sqlLiteral quotes `s` as an SQL string literal: as it is when it holds no quote, backslash
+ * or control character (which reads the same with or without NO_BACKSLASH_ESCAPES), otherwise
+ * with the driver's `escape`.
+ */
+export function sqlLiteral(s: string, escape: (s: string) => string): string {
+  return /['\\\x00-\x1f]/.test(s) ? escape(s) : `'${s}'`;
 }
 
 /** likePrefix escapes a key prefix for `LIKE ? ESCAPE '!'`. */
