@@ -17,6 +17,7 @@
  * - Items are never deleted by CasStore: a released lease is rewritten with no holder, and the
  *   term counter stays forever. `delete` exists only for tests that prove deletion is survived.
  */
+import type { RevisionRenewal } from '../../core/store.js';
 
 /** BackendItem is one key's value and version. */
 export interface BackendItem {
@@ -30,16 +31,6 @@ export interface ReplaceItem {
   readonly key: string;
   readonly version: string;
   readonly value: string;
-}
-
-/**
- * RenewValueItem is one item of a renewal-only batch (`renewValues`): keep the key's value as it
- * is at `version`, with only the lease record's renewedAt set to `renewedAt` (wall ms).
- */
-export interface RenewValueItem {
-  readonly key: string;
-  readonly version: string;
-  readonly renewedAt: number;
 }
 
 /** CasBackend: see the file comment. */
@@ -62,12 +53,13 @@ export interface CasBackend {
   readonly maxBatch?: number;
   /**
    * renewValues (optional) is the renewal-only batch behind `LeaseStore.renewRevisions`: for
-   * each item whose key is still at `version` it rewrites only the `renewedAt` number inside
-   * the value — the first `,"renewedAt":` of the text (record-codec.ts writes it before the
-   * metadata) — and gives the key a new version; the rest of the value is not sent. Answers the
-   * new version or null, item by item; gets the whole batch (it splits it as it needs).
+   * each item whose lease (key `leaseKey(item.lock)`) is still at version `item.expected`, it
+   * rewrites only the `renewedAt` number inside the value with `item.renewedAt` — the first
+   * `,"renewedAt":` of the text (record-codec.ts writes it before the metadata) — and gives the
+   * key a new version; the rest of the value is not sent. Answers the new version or null, item
+   * by item; gets the whole batch (it splits it as it needs).
    */
-  renewValues?(items: readonly RenewValueItem[]): Promise<(string | null)[]>;
+  renewValues?(items: readonly RevisionRenewal[]): Promise<(string | null)[]>;
   /**
    * watch (optional) calls `onChange` after a key changes: with the new item when known cheaply,
    * null when it is gone, undefined for "read it". Spurious calls are fine. Returns a stop function.

@@ -178,7 +178,7 @@ export class CasStore implements LeaseStore {
 
   private async renewValuesBatch(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
     this.guard.check();
-    const versions = await this.cas.renewValues!(items.map((i) => ({ key: leaseKey(i.lock), version: i.expected, renewedAt: i.renewedAt })));
+    const versions = await this.cas.renewValues!(items);
     items.forEach((item, j) => {
       const version = versions[j];
       const known = this.terms.get(item.lock);

@@ -5,7 +5,7 @@
  * bound calls by a timeout, refuse calls after close and fan out watch notifications.
  */
 export { CasStore, type CasStoreOptions } from './cas-store.js';
-export { leaseKey, termKey, ledgerKey, type CasBackend, type BackendItem, type ReplaceItem, type RenewValueItem } from './backend.js';
+export { leaseKey, termKey, ledgerKey, type CasBackend, type BackendItem, type ReplaceItem } from './backend.js';
 export { unavailable, translated, oneLine } from './errors.js';
 export { withTimeout } from './timeout.js';
 export { ClosedGuard } from './guard.js';

@@ -14,11 +14,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import { StoreUnavailableError, errorMessage } from '../../core/errors.js';
-import type { BackendItem, CasBackend, RenewValueItem, ReplaceItem } from '../kit/backend.js';
+import type { RevisionRenewal } from '../../core/store.js';
+import { leaseKey, type BackendItem, type CasBackend, type ReplaceItem } from '../kit/backend.js';
 import { oneLine } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
-import { MysqlStatements, likePrefix, sqlLiteral } from './sql.js';
+import { MysqlStatements, likePrefix, renewRow, sqlLiteral } from './sql.js';
 
 /** MysqlBackendOptions: the per-statement bound, whether the pool is baton's to end, a label. */
 export interface MysqlBackendOptions {
@@ -55,6 +56,8 @@ export class MysqlBackend implements CasBackend {
   /** Rows per batch UPDATE: 6 placeholders each, well inside max_allowed_packet. */
   readonly maxBatch = 500;
   private readonly guard = new ClosedGuard('mysql');
+  /** literal quotes a string for a statement written out as text (sql.ts sqlLiteral). */
+  private readonly literal = (s: string): string => sqlLiteral(s, (x) => this.pool.escape(x));
 
   constructor(private readonly pool: Pool, private readonly sql: MysqlStatements, private readonly options: MysqlBackendOptions) {}
 
@@ -109,40 +112,51 @@ export class MysqlBackend implements CasBackend {
     return items.map((i, j) => (now.get(i.key) === next[j] ? next[j]! : null));
   }
 
-  async renewValues(items: readonly RenewValueItem[]): Promise<(string | null)[]> {
+  async renewValues(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
     const out: (string | null)[] = new Array(items.length);
     let next = 0;
     const worker = async () => {
       for (let start = next; start < items.length; start = next) {
-        next = start + RENEW_CHUNK;
-        const chunk = items.slice(start, next);
-        (await this.renewChunk(chunk)).forEach((version, j) => (out[start + j] = version));
+        next = Math.min(start + RENEW_CHUNK, items.length);
+        await this.renewChunk(items, start, next, out);
       }
     };
     await Promise.all(Array.from({ length: Math.min(RENEW_IN_FLIGHT, Math.ceil(items.length / RENEW_CHUNK)) }, worker));
     return out;
   }
 
-  /** renewChunk is one renewal-only UPDATE (sql.ts renewValues); the rows that now carry the versions it drew are the ones it renewed. */
-  private async renewChunk(items: readonly RenewValueItem[]): Promise<(string | null)[]> {
-    const next = newVersions(items.length);
-    const literal = (s: string) => sqlLiteral(s, (x) => this.pool.escape(x));
-    const renewedAt = items.map((i) => (Number.isFinite(i.renewedAt) ? String(Math.round(i.renewedAt)) : 'null'));
-    const statement = this.sql.renewValues(items.map((i) => i.key), items.map((i) => i.version), next, renewedAt, literal);
+  /**
+   * renewChunk renews items[start, end) with one UPDATE (sql.ts renewValues) and puts each
+   * answer in `out`. The new versions are drawn here, so a row that carries one afterwards was
+   * renewed by this statement and by nothing else.
+   */
+  private async renewChunk(items: readonly RevisionRenewal[], start: number, end: number, out: (string | null)[]): Promise<void> {
+    const next = newVersions(end - start);
+    // Built as one text, with no object or array per lease: the batch lives while the statement is out.
+    let rows = '';
+    for (let j = 0; j < next.length; j++) {
+      const item = items[start + j]!;
+      const renewedAt = Number.isFinite(item.renewedAt) ? String(Math.round(item.renewedAt)) : 'null';
+      rows += renewRow(j, this.literal(leaseKey(item.lock)), this.literal(item.expected), next[j]!, renewedAt);
+    }
     let affected: number;
     try {
-      affected = ((await this.query('batch renew', statement)) as { affectedRows: number }).affectedRows;
+      affected = ((await this.query('batch renew', this.sql.renewValues(rows))) as { affectedRows: number }).affectedRows;
     } catch (err) {
       // Rolled back as a whole: nothing was renewed.
-      if (errno(err) === ER_LOCK_DEADLOCK) return items.map(() => null);
-      throw err;
+      if (errno(err) !== ER_LOCK_DEADLOCK) throw err;
+      for (let j = 0; j < next.length; j++) out[start + j] = null;
+      return;
     }
-    if (affected === items.length) return next;
-    // Some did not match (or a key was named twice: its row is renewed once). The versions were
-    // drawn here, so a row carrying one was renewed by this statement and by nothing else.
-    const rows = (await this.query('batch read', this.sql.versionsOf(items.length), items.map((i) => i.key))) as Row[];
-    const now = new Map(rows.map((r) => [text(r.k), String(r.version)]));
-    return items.map((i, j) => (now.get(i.key) === next[j] ? next[j]! : null));
+    if (affected === next.length) {
+      for (let j = 0; j < next.length; j++) out[start + j] = next[j]!;
+      return;
+    }
+    // Some did not match (lost, absent, or a lock named twice: its row is renewed once).
+    const keys = items.slice(start, end).map((i) => leaseKey(i.lock));
+    const current = (await this.query('batch read', this.sql.versionsOf(keys.length), keys)) as Row[];
+    const now = new Map(current.map((r) => [text(r.k), String(r.version)]));
+    for (let j = 0; j < next.length; j++) out[start + j] = now.get(keys[j]!) === next[j] ? next[j]! : null;
   }
 
   async list(prefix: string, limit: number): Promise<BackendItem[]> {
