@@ -141,7 +141,9 @@ export class MysqlBackend implements CasBackend {
     }
     let affected: number;
     try {
-      affected = ((await this.query('batch renew', this.sql.renewValues(rows))) as { affectedRows: number }).affectedRows;
+      // `[]`, not no values: an application pool with namedPlaceholders then skips scanning the
+      // statement's text for `:name` placeholders (it has none).
+      affected = ((await this.query('batch renew', this.sql.renewValues(rows), [])) as { affectedRows: number }).affectedRows;
     } catch (err) {
       // Rolled back as a whole: nothing was renewed.
       if (errno(err) !== ER_LOCK_DEADLOCK) throw err;

@@ -3,6 +3,7 @@
 // twice, and the text substitution of renewedAt (which must touch the record's own field only).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createPool } from 'mysql2/promise';
 import { MysqlStore } from '../../../src/stores/mysql/index.js';
 import { MariaDBServer } from '../../../infra/servers/index.js';
 import { acquireWrite, keepWrite, uniqueLock } from '../../../src/testing/index.js';
@@ -106,5 +107,22 @@ describe('mysql: renewal-only batch', () => {
     assert.ok(released.ok);
     assert.equal(released.record.term, first.record.term);
     assert.deepEqual({ update: spent.update - before.update, select: spent.select - before.select }, { update: 1, select: 0 });
+  });
+
+  it('renews through an application pool with namedPlaceholders, a lock name holding ":name" included', async () => {
+    const pool = createPool({ uri: server.url, connectionLimit: 2, namedPlaceholders: true });
+    const store = await MysqlStore.open({ pool });
+    try {
+      const lock = uniqueLock('shard:alpha');
+      const first = await store.write(lock, null, acquireWrite('alice', 7_000, 1));
+      assert.ok(first.ok);
+      const renewedAt = Date.now() + 99;
+      const [revision] = await store.renewRevisions!([renewalOf(first.record, renewedAt)]);
+      assert.equal(typeof revision, 'string');
+      assert.deepEqual(await b.read(lock), { ...first.record, renewedAt, revision });
+    } finally {
+      await store.close();
+      await pool.end();
+    }
   });
 });
