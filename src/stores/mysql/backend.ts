@@ -139,16 +139,20 @@ export class MysqlBackend implements CasBackend {
       const renewedAt = Number.isFinite(item.renewedAt) ? String(Math.round(item.renewedAt)) : 'null';
       rows += renewRow(j, this.literal(leaseKey(item.lock)), this.literal(item.expected), next[j]!, renewedAt);
     }
+    const statement = this.sql.renewValues(rows);
+    // `[]`, not no values: an application pool with namedPlaceholders then skips scanning the
+    // statement's text for `:name` placeholders (it has none).
+    const send = async () => ((await this.query('batch renew', statement, [])) as { affectedRows: number }).affectedRows;
     let affected: number;
     try {
-      // `[]`, not no values: an application pool with namedPlaceholders then skips scanning the
-      // statement's text for `:name` placeholders (it has none).
-      affected = ((await this.query('batch renew', this.sql.renewValues(rows), [])) as { affectedRows: number }).affectedRows;
+      affected = await send();
     } catch (err) {
-      // Rolled back as a whole: nothing was renewed.
+      // Rolled back whole (an InnoDB deadlock, a Galera certification failure): nothing was
+      // renewed, and that says nothing about most of the leases in it, so it is sent once more
+      // (its versions were never committed). A second failure is an error — the electors retry
+      // — not a lost race for every lease of the chunk, which would end each leadership.
       if (errno(err) !== ER_LOCK_DEADLOCK) throw err;
-      for (let j = 0; j < next.length; j++) out[start + j] = null;
-      return;
+      affected = await send();
     }
     if (affected === next.length) {
       for (let j = 0; j < next.length; j++) out[start + j] = next[j]!;

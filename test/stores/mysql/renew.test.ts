@@ -77,6 +77,31 @@ describe('mysql: renewal-only batch', () => {
     assert.equal((await a.write(held[500]!.lock, held[500]!.revision, keepWrite('alice', 7_000, 2))).ok, false);
   });
 
+  it('two handles renewing the same leases at once, in opposite orders: each lease is renewed by one of them at most, and that one is told', async () => {
+    const held = await holdMany(2_000, 'both');
+    const renewedAt = Date.now();
+    const items = held.map((r) => renewalOf(r, renewedAt));
+    // Opposite lock orders invite InnoDB deadlocks: a chunk rolled back is sent once more, and a
+    // second failure is an error (undefined answers below), never a lost race reported as won.
+    const [fromA, fromB] = await Promise.all([
+      a.renewRevisions!(items).catch(() => items.map(() => undefined)),
+      b.renewRevisions!([...items].reverse()).then((r) => r.reverse()).catch(() => items.map(() => undefined)),
+    ]);
+    let renewed = 0;
+    for (const [i, r] of held.entries()) {
+      const x = fromA[i];
+      const y = fromB[i];
+      assert.ok(!(typeof x === 'string' && typeof y === 'string'), `item ${i}: both handles were told they renewed it`);
+      const won = typeof x === 'string' ? x : typeof y === 'string' ? y : undefined;
+      const seen = (await a.read(r.lock))?.revision;
+      if (won !== undefined) {
+        renewed++;
+        assert.equal(seen, won, `item ${i}: the revision a handle was given is the one stored`);
+      } else if (x === null && y === null) assert.equal(seen, r.revision, `item ${i}: both told null, yet it changed`);
+    }
+    assert.ok(renewed > 0);
+  });
+
   it('renews a lock named twice once, at whichever item names its current revision', async () => {
     const [r] = await holdMany(1, 'twice');
     const next = await b.write(r!.lock, r!.revision, keepWrite('alice', 7_000, 2));
