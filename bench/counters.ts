@@ -253,13 +253,14 @@ export async function natsCounter(monitorEndpoint: string): Promise<ServerCounte
 
 /**
  * mysqlCounter reads MySQL/MariaDB `SHOW GLOBAL STATUS` statement counters (Com_select,
- * Com_insert, Com_update, Com_delete): the statements clients ran, counted by the server. The
- * counter's own SHOW is a Com_show_status and is left out.
+ * Com_insert, Com_update, Com_update_multi, Com_delete): the statements clients ran, counted by
+ * the server (an UPDATE that joins another table, as the renewal-only batch does, counts as
+ * Com_update_multi). The counter's own SHOW is a Com_show_status and is left out.
  */
 export async function mysqlCounter(url: string): Promise<ServerCounter> {
   const mysql = require('mysql2/promise') as typeof import('mysql2/promise');
   const connection = await mysql.createConnection(url.replace(/^mariadb:/, 'mysql:'));
-  const kinds = ['Com_select', 'Com_insert', 'Com_update', 'Com_delete'];
+  const kinds = ['Com_select', 'Com_insert', 'Com_update', 'Com_update_multi', 'Com_delete'];
   const snapshot = async (): Promise<Counts> => {
     const [rows] = (await connection.query(`SHOW GLOBAL STATUS WHERE Variable_name IN (${kinds.map(() => '?').join(', ')})`, kinds)) as unknown as [
       { Variable_name: string; Value: string }[],
@@ -267,7 +268,7 @@ export async function mysqlCounter(url: string): Promise<ServerCounter> {
     return new Map(rows.map((r) => [r.Variable_name, Number(r.Value)]));
   };
   return {
-    source: 'MySQL/MariaDB SHOW GLOBAL STATUS Com_select/Com_insert/Com_update/Com_delete (statements run by clients)',
+    source: 'MySQL/MariaDB SHOW GLOBAL STATUS Com_select/Com_insert/Com_update/Com_update_multi/Com_delete (statements run by clients)',
     perRole: false,
     async begin() {
       return { snapshot, end: async () => {} };

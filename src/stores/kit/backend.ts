@@ -17,6 +17,7 @@
  * - Items are never deleted by CasStore: a released lease is rewritten with no holder, and the
  *   term counter stays forever. `delete` exists only for tests that prove deletion is survived.
  */
+import type { RevisionRenewal } from '../../core/store.js';
 
 /** BackendItem is one key's value and version. */
 export interface BackendItem {
@@ -50,6 +51,15 @@ export interface CasBackend {
    */
   replaceMany?(items: readonly ReplaceItem[]): Promise<(string | null)[]>;
   readonly maxBatch?: number;
+  /**
+   * renewValues (optional) is the renewal-only batch behind `LeaseStore.renewRevisions`: for
+   * each item whose lease (key `leaseKey(item.lock)`) is still at version `item.expected`, it
+   * rewrites only the `renewedAt` number inside the value with `item.renewedAt` — the first
+   * `,"renewedAt":` of the text (record-codec.ts writes it before the metadata) — and gives the
+   * key a new version; the rest of the value is not sent. Answers the new version or null, item
+   * by item; gets the whole batch (it splits it as it needs).
+   */
+  renewValues?(items: readonly RevisionRenewal[]): Promise<(string | null)[]>;
   /**
    * watch (optional) calls `onChange` after a key changes: with the new item when known cheaply,
    * null when it is gone, undefined for "read it". Spurious calls are fine. Returns a stop function.

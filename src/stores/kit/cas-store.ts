@@ -16,6 +16,11 @@
  * acquisition always carries a higher term than every earlier one. Renewals and releases keep
  * the term: the store remembers the term of each revision it wrote or read, and reads the lease
  * only when it does not know it.
+ *
+ * ## The renewal-only batch
+ * With a backend's `renewValues`, `renewRevisions` renews many leases without encoding a record:
+ * the backend rewrites only the renewedAt inside each stored text. A renewal keeps the term, so
+ * a term remembered for the expected revision is carried over to the new one.
  */
 import { InvalidConfigError } from '../../core/errors.js';
 import type {
@@ -26,6 +31,7 @@ import type {
   LeaseStore,
   LeaseWrite,
   RenewRequest,
+  RevisionRenewal,
   StoreCapabilities,
   WatchListener,
   WriteResult,
@@ -52,6 +58,7 @@ export class CasStore implements LeaseStore {
   readonly capabilities: StoreCapabilities;
   readonly ledger: Ledger;
   readonly renewMany?: (requests: readonly RenewRequest[]) => Promise<WriteResult[]>;
+  readonly renewRevisions?: (items: readonly RevisionRenewal[]) => Promise<(string | null)[]>;
   readonly watch?: (lock: string, listener: WatchListener) => () => void;
   private readonly guard: ClosedGuard;
   private readonly listeners: ListenerRegistry;
@@ -67,6 +74,7 @@ export class CasStore implements LeaseStore {
       ...(options.leaseGranularityMs ? { leaseGranularityMs: options.leaseGranularityMs } : {}),
     });
     if (cas.replaceMany) this.renewMany = (requests) => this.renewBatch(requests);
+    if (cas.renewValues) this.renewRevisions = (items) => this.renewValuesBatch(items);
     if (cas.watch) this.watch = (lock, listener) => (this.guard.check(), this.listeners.add(lock, listener));
     this.ledger = {
       get: (key) => this.ledgerGet(key),
@@ -166,6 +174,17 @@ export class CasStore implements LeaseStore {
       });
     }
     return out;
+  }
+
+  private async renewValuesBatch(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
+    this.guard.check();
+    const versions = await this.cas.renewValues!(items);
+    items.forEach((item, j) => {
+      const version = versions[j];
+      const known = this.terms.get(item.lock);
+      if (version && known?.revision === item.expected) this.terms.set(item.lock, { revision: version, term: known.term });
+    });
+    return versions;
   }
 
   /** termOf is the term of `revision`, remembered or read; null if the lease is no longer at it. */

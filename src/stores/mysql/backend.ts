@@ -1,7 +1,8 @@
 /**
  * MysqlBackend is the kit's CasBackend on one MySQL/MariaDB table (sql.ts): `create` is an
  * INSERT that a duplicate key refuses, `replace` an UPDATE whose WHERE names the expected
- * version, `replaceMany` one UPDATE for a whole batch.
+ * version, `replaceMany` one UPDATE for a whole batch, `renewValues` (the renewal-only batch)
+ * one UPDATE per 1,000 leases that sends no record.
  *
  * Versions are 96 random bits (16 base64url characters) drawn by the writer, not a per-row
  * counter: a counter would start again at 1 after an operator deletes a row, and a holder still
@@ -13,11 +14,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'mysql2/promise';
 import { StoreUnavailableError, errorMessage } from '../../core/errors.js';
-import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
+import type { RevisionRenewal } from '../../core/store.js';
+import { leaseKey, type BackendItem, type CasBackend, type ReplaceItem } from '../kit/backend.js';
 import { oneLine } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
-import { MysqlStatements, likePrefix } from './sql.js';
+import { MysqlStatements, likePrefix, renewRow, sqlLiteral } from './sql.js';
 
 /** MysqlBackendOptions: the per-statement bound, whether the pool is baton's to end, a label. */
 export interface MysqlBackendOptions {
@@ -38,12 +40,24 @@ function newVersion(): string {
   return randomBytes(12).toString('base64url');
 }
 
+/** newVersions draws `n` fresh versions with one call into the random source (12 bytes = 16 characters each). */
+function newVersions(n: number): string[] {
+  const text = randomBytes(12 * n).toString('base64url');
+  return Array.from({ length: n }, (_, i) => text.slice(16 * i, 16 * i + 16));
+}
+
+/** Leases per renewal-only UPDATE (~100 bytes each), and how many such UPDATEs one batch has in flight. */
+const RENEW_CHUNK = 1000;
+const RENEW_IN_FLIGHT = 2;
+
 /** MysqlBackend: see the file comment. */
 export class MysqlBackend implements CasBackend {
   readonly name = 'mysql';
   /** Rows per batch UPDATE: 6 placeholders each, well inside max_allowed_packet. */
   readonly maxBatch = 500;
   private readonly guard = new ClosedGuard('mysql');
+  /** literal quotes a string for a statement written out as text (sql.ts sqlLiteral). */
+  private readonly literal = (s: string): string => sqlLiteral(s, (x) => this.pool.escape(x));
 
   constructor(private readonly pool: Pool, private readonly sql: MysqlStatements, private readonly options: MysqlBackendOptions) {}
 
@@ -98,6 +112,59 @@ export class MysqlBackend implements CasBackend {
     return items.map((i, j) => (now.get(i.key) === next[j] ? next[j]! : null));
   }
 
+  async renewValues(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
+    const out: (string | null)[] = new Array(items.length);
+    let next = 0;
+    const worker = async () => {
+      for (let start = next; start < items.length; start = next) {
+        next = Math.min(start + RENEW_CHUNK, items.length);
+        await this.renewChunk(items, start, next, out);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(RENEW_IN_FLIGHT, Math.ceil(items.length / RENEW_CHUNK)) }, worker));
+    return out;
+  }
+
+  /**
+   * renewChunk renews items[start, end) with one UPDATE (sql.ts renewValues) and puts each
+   * answer in `out`. The new versions are drawn here, so a row that carries one afterwards was
+   * renewed by this statement and by nothing else.
+   */
+  private async renewChunk(items: readonly RevisionRenewal[], start: number, end: number, out: (string | null)[]): Promise<void> {
+    const next = newVersions(end - start);
+    // Built as one text, with no object or array per lease: the batch lives while the statement is out.
+    let rows = '';
+    for (let j = 0; j < next.length; j++) {
+      const item = items[start + j]!;
+      const renewedAt = Number.isFinite(item.renewedAt) ? String(Math.round(item.renewedAt)) : 'null';
+      rows += renewRow(j, this.literal(leaseKey(item.lock)), this.literal(item.expected), next[j]!, renewedAt);
+    }
+    const statement = this.sql.renewValues(rows);
+    // `[]`, not no values: an application pool with namedPlaceholders then skips scanning the
+    // statement's text for `:name` placeholders (it has none).
+    const send = async () => ((await this.query('batch renew', statement, [])) as { affectedRows: number }).affectedRows;
+    let affected: number;
+    try {
+      affected = await send();
+    } catch (err) {
+      // Rolled back whole (an InnoDB deadlock, a Galera certification failure): nothing was
+      // renewed, and that says nothing about most of the leases in it, so it is sent once more
+      // (its versions were never committed). A second failure is an error — the electors retry
+      // — not a lost race for every lease of the chunk, which would end each leadership.
+      if (errno(err) !== ER_LOCK_DEADLOCK) throw err;
+      affected = await send();
+    }
+    if (affected === next.length) {
+      for (let j = 0; j < next.length; j++) out[start + j] = next[j]!;
+      return;
+    }
+    // Some did not match (lost, absent, or a lock named twice: its row is renewed once).
+    const keys = items.slice(start, end).map((i) => leaseKey(i.lock));
+    const current = (await this.query('batch read', this.sql.versionsOf(keys.length), keys)) as Row[];
+    const now = new Map(current.map((r) => [text(r.k), String(r.version)]));
+    for (let j = 0; j < next.length; j++) out[start + j] = now.get(keys[j]!) === next[j] ? next[j]! : null;
+  }
+
   async list(prefix: string, limit: number): Promise<BackendItem[]> {
     const rows = (await this.query('list', this.sql.list, [likePrefix(prefix), Math.min(limit, 2 ** 31 - 1)], this.options.timeoutMs * 5)) as Row[];
     return rows.map((r) => ({ key: text(r.k), value: text(r.v), version: String(r.version) }));
@@ -113,7 +180,7 @@ export class MysqlBackend implements CasBackend {
   }
 
   /** query runs one statement, bounded by the timeout, with any failure as one line of StoreUnavailableError. */
-  private async query(what: string, sql: string, values: unknown[], timeoutMs = this.options.timeoutMs): Promise<unknown> {
+  private async query(what: string, sql: string, values?: unknown[], timeoutMs = this.options.timeoutMs): Promise<unknown> {
     this.guard.check();
     try {
       const [result] = await withTimeout('mysql', what, timeoutMs + 250, this.pool.query({ sql, values, timeout: timeoutMs }));

@@ -14,8 +14,9 @@
  * compare-and-set on the lease's version (kit/cas-store.ts): three short statements, no
  * transaction held open between them. The counter cannot go back: it is never deleted, every
  * write of it is conditional, and InnoDB commits are durable across restarts
- * (innodb_flush_log_at_trx_commit=1, the default). Renewals are one UPDATE each, or one UPDATE
- * for a whole batch (backend.ts).
+ * (innodb_flush_log_at_trx_commit=1, the default). A renewal is one UPDATE; a batch of them
+ * (renewRevisions, what many leases in one process send) is one UPDATE per 1,000 leases that
+ * rewrites only renewedAt inside each record's text (backend.ts, sql.ts).
  *
  * Correctness never uses GET_LOCK or any session state, so the store works on Galera and
  * behind connection-sharing proxies, and a dead connection holds nothing. On a MariaDB Galera
