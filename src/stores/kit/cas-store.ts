@@ -17,6 +17,14 @@
  * the term: the store remembers the term of each revision it wrote or read, and reads the lease
  * only when it does not know it.
  *
+ * The lease text also keeps the counter's version from its term's reservation (`tv`, carried by
+ * every write of that term). While the counter is still at that version it holds exactly the
+ * lease's term, so when the store knows the record at `expected` (a notification or a read
+ * brought it) step 1 is skipped and step 2 is one compare-and-set at that version: a standby
+ * claims with two writes and no read, and in a herd each loser makes one request. A version
+ * that was refused (someone else reserved meanwhile, or the counter was deleted) is not tried
+ * again for that revision; the next attempt reads as above.
+ *
  * ## The renewal-only batch
  * With a backend's `renewValues`, `renewRevisions` renews many leases without encoding a record:
  * the backend rewrites only the renewedAt inside each stored text. A renewal keeps the term, so
@@ -39,12 +47,19 @@ import type {
 import { leaseKey, ledgerKey, termKey, type BackendItem, type CasBackend, type ReplaceItem } from './backend.js';
 import { ClosedGuard } from './guard.js';
 import { ListenerRegistry } from './listeners.js';
-import { decodeRecord, encodeRecord, recordOf } from './record-codec.js';
+import { decodeRecord, decodeStored, encodeRecord, recordOf } from './record-codec.js';
 
 /** CasStoreOptions tune what a CasStore claims on top of its backend. */
 export interface CasStoreOptions {
   /** Lease durations are rounded up to this many ms by the backend. */
   leaseGranularityMs?: number;
+}
+
+/** KnownTerm: a lease revision's term, and the term counter's version from that term's reservation. */
+interface KnownTerm {
+  readonly revision: string;
+  readonly term: number;
+  readonly tv?: string;
 }
 
 const LEASE_PREFIX = leaseKey('');
@@ -62,8 +77,8 @@ export class CasStore implements LeaseStore {
   readonly watch?: (lock: string, listener: WatchListener) => () => void;
   private readonly guard: ClosedGuard;
   private readonly listeners: ListenerRegistry;
-  /** lock → the term of the revision this store last wrote or read. */
-  private readonly terms = new Map<string, { revision: string; term: number }>();
+  /** lock → the term (and term counter version, `tv`) of the revision this store last wrote or read. */
+  private readonly terms = new Map<string, KnownTerm>();
 
   constructor(protected readonly cas: CasBackend, options: CasStoreOptions = {}) {
     this.kind = cas.name;
@@ -118,6 +133,16 @@ export class CasStore implements LeaseStore {
   }
 
   private async acquire(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
+    const known = expected === null ? undefined : this.terms.get(lock);
+    if (known?.revision === expected && known.tv !== undefined) {
+      // 2, without step 1: the counter still at `tv` holds exactly known.term (see the file comment).
+      const term = known.term + 1;
+      const reserved = await this.cas.replace(termKey(lock), known.tv, String(term));
+      if (reserved !== null) return this.writeAcquired(lock, expected, next, term, reserved);
+      // Reserved by another acquirer (or the counter is gone): lost; read next time, not this hint.
+      if (this.terms.get(lock) === known) this.terms.set(lock, { revision: known.revision, term: known.term });
+      return { ok: false };
+    }
     // 1. The lease and the counter, read together.
     const [lease, counter] = await Promise.all([this.cas.get(leaseKey(lock)), this.cas.get(termKey(lock))]);
     const current = this.remember(lock, lease);
@@ -128,11 +153,15 @@ export class CasStore implements LeaseStore {
     const reserved = counter ? await this.cas.replace(termKey(lock), counter.version, String(term)) : await this.cas.create(termKey(lock), String(term));
     // Another acquirer reserved first and is about to write the lease: this race is lost.
     if (reserved === null) return { ok: false };
-    // 3. The lease itself, only if nobody wrote it since step 1.
-    const value = encodeRecord(next, term);
+    return this.writeAcquired(lock, expected, next, term, reserved);
+  }
+
+  /** writeAcquired is step 3: the lease with its reserved term, only if nobody wrote it since `expected`. */
+  private async writeAcquired(lock: string, expected: string | null, next: LeaseWrite, term: number, tv: string): Promise<WriteResult> {
+    const value = encodeRecord(next, term, tv);
     const version = expected === null ? await this.cas.create(leaseKey(lock), value) : await this.cas.replace(leaseKey(lock), expected, value);
     if (version === null) return { ok: false };
-    return { ok: true, record: this.remembered(lock, recordOf(lock, next, term, version)) };
+    return { ok: true, record: this.remembered(lock, recordOf(lock, next, term, version), tv) };
   }
 
   private async keep(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
@@ -141,26 +170,26 @@ export class CasStore implements LeaseStore {
       const version = await this.cas.create(leaseKey(lock), encodeRecord(next, 0));
       return version === null ? { ok: false } : { ok: true, record: this.remembered(lock, recordOf(lock, next, 0, version)) };
     }
-    const term = await this.termOf(lock, expected);
-    if (term === null) return { ok: false };
-    const version = await this.cas.replace(leaseKey(lock), expected, encodeRecord(next, term));
+    const known = await this.termOf(lock, expected);
+    if (known === null) return { ok: false };
+    const version = await this.cas.replace(leaseKey(lock), expected, encodeRecord(next, known.term, known.tv));
     if (version === null) return { ok: false };
-    return { ok: true, record: this.remembered(lock, recordOf(lock, next, term, version)) };
+    return { ok: true, record: this.remembered(lock, recordOf(lock, next, known.term, version), known.tv) };
   }
 
   private async renewBatch(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
     this.guard.check();
     const out: WriteResult[] = new Array(requests.length);
-    const batch: { index: number; term: number; item: ReplaceItem }[] = [];
+    const batch: { index: number; known: KnownTerm; item: ReplaceItem }[] = [];
     await Promise.all(
       requests.map(async (r, index) => {
         if (r.next.newTerm) {
           out[index] = await this.acquire(r.lock, r.expected, r.next);
           return;
         }
-        const term = await this.termOf(r.lock, r.expected);
-        if (term === null) out[index] = { ok: false };
-        else batch.push({ index, term, item: { key: leaseKey(r.lock), version: r.expected, value: encodeRecord(r.next, term) } });
+        const known = await this.termOf(r.lock, r.expected);
+        if (known === null) out[index] = { ok: false };
+        else batch.push({ index, known, item: { key: leaseKey(r.lock), version: r.expected, value: encodeRecord(r.next, known.term, known.tv) } });
       }),
     );
     const size = Math.max(1, this.cas.maxBatch ?? batch.length);
@@ -170,7 +199,7 @@ export class CasStore implements LeaseStore {
       chunk.forEach((c, j) => {
         const r = requests[c.index]!;
         const version = versions[j];
-        out[c.index] = version ? { ok: true, record: this.remembered(r.lock, recordOf(r.lock, r.next, c.term, version)) } : { ok: false };
+        out[c.index] = version ? { ok: true, record: this.remembered(r.lock, recordOf(r.lock, r.next, c.known.term, version), c.known.tv) } : { ok: false };
       });
     }
     return out;
@@ -182,24 +211,27 @@ export class CasStore implements LeaseStore {
     items.forEach((item, j) => {
       const version = versions[j];
       const known = this.terms.get(item.lock);
-      if (version && known?.revision === item.expected) this.terms.set(item.lock, { revision: version, term: known.term });
+      if (version && known?.revision === item.expected) this.terms.set(item.lock, { ...known, revision: version });
     });
     return versions;
   }
 
-  /** termOf is the term of `revision`, remembered or read; null if the lease is no longer at it. */
-  private async termOf(lock: string, revision: string): Promise<number | null> {
+  /** termOf is the term (and `tv`) of `revision`, remembered or read; null if the lease is no longer at it. */
+  private async termOf(lock: string, revision: string): Promise<KnownTerm | null> {
     const known = this.terms.get(lock);
-    if (known?.revision === revision) return known.term;
-    const current = await this.read(lock);
-    return current?.revision === revision ? current.term : null;
+    if (known?.revision === revision) return known;
+    await this.read(lock);
+    const read = this.terms.get(lock);
+    return read?.revision === revision ? read : null;
   }
 
   private remember(lock: string, item: BackendItem | null): LeaseRecord | null {
-    return item ? this.remembered(lock, decodeRecord(lock, item.value, item.version)) : null;
+    if (!item) return null;
+    const { record, tv } = decodeStored(lock, item.value, item.version);
+    return this.remembered(lock, record, tv);
   }
 
-  private remembered(lock: string, record: LeaseRecord): LeaseRecord {
+  private remembered(lock: string, record: LeaseRecord, tv?: string): LeaseRecord {
     if (this.terms.size >= TERM_CACHE_LIMIT && !this.terms.has(lock)) {
       let drop = TERM_CACHE_LIMIT / 2;
       for (const key of this.terms.keys()) {
@@ -207,7 +239,7 @@ export class CasStore implements LeaseStore {
         this.terms.delete(key);
       }
     }
-    this.terms.set(lock, { revision: record.revision, term: record.term });
+    this.terms.set(lock, tv === undefined ? { revision: record.revision, term: record.term } : { revision: record.revision, term: record.term, tv });
     return record;
   }
 

@@ -3,7 +3,11 @@
  * value (the generic compare-and-set store, and any store that wants the same layout):
  *
  *   {"v":1,"holder":"a","term":7,"leaseDurationMs":15000,"acquiredAt":…,"renewedAt":…,
- *    "transitions":3,"stepDown":false,"metadata":{…}}
+ *    "transitions":3,"stepDown":false,"tv":"42","metadata":{…}}
+ *
+ * `tv` (optional) is the term counter's version right after this term was reserved in it: the
+ * generic store's hint for the next acquisition (see cas-store.ts, "The term"). Readers that do
+ * not know it ignore it.
  *
  * The revision is not inside the text: it is the backend's own version of the value, so it
  * changes on every write without the writer choosing it.
@@ -11,13 +15,14 @@
 import { metadataJson } from '../../core/metadata-json.js';
 import type { HolderMetadata, LeaseRecord, LeaseWrite } from '../../core/store.js';
 
-/** encodeRecord is the stored text of `next` with its term. */
-export function encodeRecord(next: LeaseWrite, term: number): string {
+/** encodeRecord is the stored text of `next` with its term (and the term counter's version `tv`, if given). */
+export function encodeRecord(next: LeaseWrite, term: number, tv?: string): string {
   // Built around the cached metadata JSON: a renewal's metadata never changes.
   return (
     `{"v":1,"holder":${JSON.stringify(next.holder)},"term":${num(term)},"leaseDurationMs":${num(next.leaseDurationMs)},` +
     `"acquiredAt":${num(Math.round(next.acquiredAt))},"renewedAt":${num(Math.round(next.renewedAt))},` +
-    `"transitions":${num(next.transitions)},"stepDown":${next.stepDownRequested ? 'true' : 'false'},"metadata":${metadataJson(next.metadata)}}`
+    `"transitions":${num(next.transitions)},"stepDown":${next.stepDownRequested ? 'true' : 'false'},` +
+    `${tv === undefined ? '' : `"tv":${JSON.stringify(tv)},`}"metadata":${metadataJson(next.metadata)}}`
   );
 }
 
@@ -33,6 +38,7 @@ interface Stored {
   renewedAt?: number;
   transitions?: number;
   stepDown?: boolean;
+  tv?: unknown;
   metadata?: HolderMetadata;
 }
 
@@ -42,6 +48,11 @@ interface Stored {
  * the term counter, never from the broken text.
  */
 export function decodeRecord(lock: string, text: string, revision: string): LeaseRecord {
+  return decodeStored(lock, text, revision).record;
+}
+
+/** decodeStored is decodeRecord with the term counter's version the text carries (`tv`), if any. */
+export function decodeStored(lock: string, text: string, revision: string): { record: LeaseRecord; tv?: string } {
   let s: Stored = {};
   try {
     const parsed = JSON.parse(text) as unknown;
@@ -49,7 +60,7 @@ export function decodeRecord(lock: string, text: string, revision: string): Leas
   } catch {
     // see above
   }
-  return Object.freeze({
+  const record: LeaseRecord = Object.freeze({
     lock,
     holder: typeof s.holder === 'string' ? s.holder : null,
     term: Number.isSafeInteger(s.term) ? s.term! : 0,
@@ -61,6 +72,7 @@ export function decodeRecord(lock: string, text: string, revision: string): Leas
     metadata: Object.freeze({ ...(s.metadata ?? {}) }),
     revision,
   });
+  return typeof s.tv === 'string' && s.tv !== '' ? { record, tv: s.tv } : { record };
 }
 
 /** recordOf builds the record a successful write produced, without re-reading or re-parsing it. */
