@@ -9,6 +9,7 @@
  * `(ok = true, new row)` — sending NOTIFY with the new row — or `(ok = false, current row)`,
  * so a lost race costs no second round trip.
  */
+import { digitsEnd, flat, integerEnd, integerValue, renewedAs } from '../kit/renewal-text.js';
 import type { LeaseRecord } from '../../core/store.js';
 
 /** Names are validated identifiers (config.ts); quoting keeps them exact. */
@@ -72,15 +73,16 @@ export class PayloadDecoder {
   /** decode returns the payload's record, or undefined when it is not a full record (see cutPayload). */
   decode(payload: string): LeaseRecord | undefined {
     const last = this.last;
-    if (last && payload.startsWith(this.head)) {
+    const start = this.head.length;
+    if (last && payload.slice(0, start) === this.head) {
       // Quick match: head renewed_at mid revision `"}`, with head and mid the last payload's. Its
       // cut would find the same pieces (head and mid come from a payload that cutPayload cut).
-      const start = this.head.length;
+      // Compared with ===, which is memcmp for flat strings (startsWith is far slower).
       const end = integerEnd(payload, start);
-      if (end > start && payload.startsWith(this.mid, end)) {
-        const revStart = end + this.mid.length;
+      const revStart = end + this.mid.length;
+      if (end > start && payload.slice(end, revStart) === this.mid) {
         if (revStart < payload.length - 2 && digitsEnd(payload, revStart) === payload.length - 2 && payload.endsWith('"}')) {
-          return (this.last = renewed(last, Number(payload.slice(start, end)), payload.slice(revStart, payload.length - 2)));
+          return (this.last = renewedAs(last, integerValue(payload, start, end), payload.slice(revStart, payload.length - 2)));
         }
       }
     }
@@ -91,27 +93,11 @@ export class PayloadDecoder {
     } catch {
       // not ours
     }
-    this.head = cut?.head ?? '';
-    this.mid = cut?.mid ?? '';
+    this.head = flat(cut?.head ?? '');
+    this.mid = flat(cut?.mid ?? '');
     this.last = record;
     return record;
   }
-}
-
-/** renewed is `r` with a new renewedAt and revision, built as toRecord builds a record. */
-function renewed(r: LeaseRecord, renewedAt: number, revision: string): LeaseRecord {
-  return Object.freeze({
-    lock: r.lock,
-    holder: r.holder,
-    term: r.term,
-    leaseDurationMs: r.leaseDurationMs,
-    acquiredAt: r.acquiredAt,
-    renewedAt,
-    transitions: r.transitions,
-    stepDownRequested: r.stepDownRequested,
-    metadata: r.metadata,
-    revision,
-  });
 }
 
 /**
@@ -179,20 +165,6 @@ export function cutPayload(m: string): PayloadCut | undefined {
   const revStart = rev + REVISION_KEY.length;
   if (rev < end || revStart === m.length - 2 || digitsEnd(m, revStart) !== m.length - 2) return undefined;
   return { lock, revision: m.slice(revStart, m.length - 2), renewedAt: Number(m.slice(start, end)), head: m.slice(0, start), mid: m.slice(end, revStart) };
-}
-
-/** integerEnd is the end of the JSON integer -?(0|[1-9][0-9]*) at `from`, or `from` if there is none. */
-function integerEnd(m: string, from: number): number {
-  const p = m.charCodeAt(from) === 45 ? from + 1 : from;
-  const first = m.charCodeAt(p);
-  if (first === 48) return p + 1;
-  return first >= 49 && first <= 57 ? digitsEnd(m, p) : from;
-}
-
-function digitsEnd(m: string, from: number): number {
-  let p = from;
-  for (let c = m.charCodeAt(p); c >= 48 && c <= 57; c = m.charCodeAt(++p));
-  return p;
 }
 
 /** PostgresNames: every table is named after the lease table; the fields are quoted, qualified names for SQL. */
