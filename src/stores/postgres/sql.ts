@@ -105,7 +105,7 @@ export class PayloadDecoder {
  * undefined otherwise (a `{lock, revision}` payload also gives its lock).
  */
 export function payloadLock(m: string): string | undefined {
-  if (!m.startsWith(LOCK_KEY)) return undefined;
+  if (m.slice(0, LOCK_KEY.length) !== LOCK_KEY) return undefined; // (a short slice is a flat copy: faster than startsWith)
   const p = m.indexOf('"', LOCK_KEY.length);
   const lock = p < 0 ? '' : m.slice(LOCK_KEY.length, p);
   return p < 0 || lock.includes('\\') ? undefined : lock;
