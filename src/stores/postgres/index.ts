@@ -46,7 +46,7 @@ import { PgConnection, type QueryFn, type Row } from './connection.js';
 import { UNDEFINED_TABLE, isRetryable, sqlState, unavailable } from './errors.js';
 import { ChangeFeed } from './listener.js';
 import { Watchers } from './watchers.js';
-import { PostgresNames, PostgresStatements, schemaDdl, toRecord, type LeaseRow } from './sql.js';
+import { PostgresNames, PostgresStatements, payloadLock, schemaDdl, toRecord, type LeaseRow } from './sql.js';
 
 /**
  * PostgresStoreOptions: exactly one of `connectionString` (the store opens its own pool; baton's
@@ -353,6 +353,13 @@ export class PostgresStore implements LeaseStore {
   }
 
   private onPayload(payload: string): void {
+    // A full payload goes to its lock's decoder, which parses it only if it is not a renewal of
+    // the last one it decoded (PayloadDecoder).
+    const lock = payloadLock(payload);
+    const decoder = lock === undefined ? undefined : this.watchers.decoder(lock);
+    const record = decoder?.decode(payload);
+    if (record) return this.watchers.deliver(lock!, record);
+    if (lock !== undefined && !decoder) return; // nobody here watches it
     let data: Partial<LeaseRow> | undefined;
     try {
       data = JSON.parse(payload);

@@ -5,10 +5,11 @@
  * is locked), so anything not newer than the last delivered revision is dropped.
  */
 import type { LeaseRecord, WatchListener } from '../../core/store.js';
+import { PayloadDecoder } from './sql.js';
 
 /** Watchers: see the header comment. */
 export class Watchers {
-  private readonly byLock = new Map<string, { listeners: Set<WatchListener>; lastRevision?: bigint }>();
+  private readonly byLock = new Map<string, { listeners: Set<WatchListener>; lastRevision?: string; decoder?: PayloadDecoder }>();
   private closed = false;
 
   /** size is the number of locks watched. */
@@ -19,6 +20,12 @@ export class Watchers {
   /** has tells whether anyone watches `lock`. */
   has(lock: string): boolean {
     return this.byLock.has(lock);
+  }
+
+  /** decoder is `lock`'s payload decoder (made on first use), or undefined when nobody watches it. */
+  decoder(lock: string): PayloadDecoder | undefined {
+    const entry = this.byLock.get(lock);
+    return entry && (entry.decoder ??= new PayloadDecoder());
   }
 
   /** add registers a listener; the returned function removes it and tells whether none remain. */
@@ -41,12 +48,12 @@ export class Watchers {
   deliver(lock: string, record: LeaseRecord | undefined, revision = record?.revision): void {
     const entry = this.byLock.get(lock);
     if (!entry) return;
-    if (revision !== undefined && /^\d+$/.test(revision)) {
-      const r = BigInt(revision);
-      if (entry.lastRevision !== undefined && r <= entry.lastRevision) return;
-      entry.lastRevision = r;
+    if (revision !== undefined && isRevision(revision)) {
+      if (entry.lastRevision !== undefined && !newer(revision, entry.lastRevision)) return;
+      entry.lastRevision = revision;
     }
-    for (const listener of [...entry.listeners]) {
+    // Listeners run on microtasks, after this loop: the set cannot change under it.
+    for (const listener of entry.listeners) {
       queueMicrotask(() => {
         if (this.closed || !entry.listeners.has(listener)) return;
         try {
@@ -68,4 +75,19 @@ export class Watchers {
     this.closed = true;
     this.byLock.clear();
   }
+}
+
+/** isRevision: a revision as the sequence gives it, decimal digits without a leading zero. */
+function isRevision(r: string): boolean {
+  if (r.length === 0 || r.length > 19 || (r.charCodeAt(0) === 48 && r.length > 1)) return false;
+  for (let i = 0; i < r.length; i++) {
+    const c = r.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/** newer compares two such revisions as numbers: a longer one is bigger, else by text. */
+function newer(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { LeaseRecord, WatchListener } from '../../core/store.js';
-import { decodeMessage } from './codec.js';
+import { MessageDecoder } from './codec.js';
 
 /**
  * SUBSCRIBER_KEEPALIVE_MS is the TCP keepalive delay of the subscriber connection: a quiet
@@ -48,7 +48,8 @@ export interface WatcherDeps {
 export class RedisWatcher {
   private sub?: Redis;
   private readonly listeners = new Map<string, Set<WatchListener>>();
-  private readonly locksByChannel = new Map<string, string>();
+  /** Per watched channel, its lock's decoder (which keeps the last record, see MessageDecoder). */
+  private readonly decoders = new Map<string, MessageDecoder>();
   private everReady = false;
   private subscribed = false;
   /** SUBSCRIBE commands sent for new channels and not answered yet. */
@@ -67,7 +68,7 @@ export class RedisWatcher {
     if (!set) {
       this.listeners.set(lock, (set = new Set()));
       const channel = this.deps.channelOf(lock);
-      this.locksByChannel.set(channel, lock);
+      this.decoders.set(channel, new MessageDecoder(lock));
       const sub = this.subscriber();
       // Not ready yet: onReady subscribes every channel once the connection is up. Until the
       // server confirms, `live` is false: a read made meanwhile may come before the subscription.
@@ -105,7 +106,7 @@ export class RedisWatcher {
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.listeners.clear();
-    this.locksByChannel.clear();
+    this.decoders.clear();
     const sub = this.sub;
     this.sub = undefined;
     sub?.disconnect();
@@ -118,7 +119,7 @@ export class RedisWatcher {
     if (set.size > 0) return;
     this.listeners.delete(lock);
     const channel = this.deps.channelOf(lock);
-    this.locksByChannel.delete(channel);
+    this.decoders.delete(channel);
     if (this.sub?.status === 'ready') this.sub.unsubscribe(channel).catch(() => {});
   }
 
@@ -148,7 +149,7 @@ export class RedisWatcher {
     try {
       const flags = await this.deps.readNotifyConfig().catch(() => undefined);
       this.expiryEvents = flags === undefined ? 'unknown' : /E/.test(flags) && /[xA]/.test(flags) ? 'enabled' : 'disabled';
-      const channels = [...this.locksByChannel.keys()];
+      const channels = [...this.decoders.keys()];
       if (this.expiryEvents !== 'disabled') channels.push(this.deps.expiredChannel);
       if (this.closed || sub !== this.sub) return;
       if (channels.length > 0) await sub.subscribe(...channels);
@@ -178,17 +179,25 @@ export class RedisWatcher {
       if (lock !== undefined && this.listeners.has(lock)) this.deliver(lock, null);
       return;
     }
-    const lock = this.locksByChannel.get(channel);
-    if (lock !== undefined) this.deliver(lock, decodeMessage(lock, message));
+    const decoder = this.decoders.get(channel);
+    if (decoder) this.deliver(decoder.lock, decoder.decode(message));
   }
 
   private deliver(lock: string, record: LeaseRecord | null | undefined): void {
-    for (const listener of [...(this.listeners.get(lock) ?? [])]) {
-      try {
-        listener(record);
-      } catch {
-        // Listeners must not throw; one that does must not silence the others.
-      }
-    }
+    const set = this.listeners.get(lock);
+    if (!set) return;
+    // Listeners are called now and may watch or unwatch meanwhile: call the ones there were.
+    // Most locks have one (no copy then).
+    const listeners = set.size === 1 ? set.values().next().value! : [...set];
+    if (typeof listeners === 'function') return call(listeners, record);
+    for (const listener of listeners) call(listener, record);
+  }
+}
+
+function call(listener: WatchListener, record: LeaseRecord | null | undefined): void {
+  try {
+    listener(record);
+  } catch {
+    // Listeners must not throw; one that does must not silence the others.
   }
 }

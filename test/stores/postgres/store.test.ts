@@ -12,6 +12,7 @@ import type { LeaseRecord, LeaseWrite } from '../../../src/core/store.js';
 import { parsePostgresUrl } from '../../../src/stores/postgres/config.js';
 import { describePgError } from '../../../src/stores/postgres/errors.js';
 import { PostgresStore } from '../../../src/stores/postgres/index.js';
+import { LeaderElector } from '../../../src/core/elector.js';
 import { PostgresServer, freePort } from '../../../infra/servers/index.js';
 
 const server = await new PostgresServer().start();
@@ -294,6 +295,70 @@ describe('postgres: notification', () => {
       offs.forEach((off) => off());
       await writer.close();
       await pool.end();
+    }
+  });
+
+  it('a handle hears its own renewals without parsing them, and every other change of its leases whole', async () => {
+    const own = store();
+    const other = store();
+    for (const holder of ['alice', 'al"i\\ce, "renewed_at" : 1, "transitions" : 2']) {
+      const lock = lockName('own');
+      const seen: LeaseRecord[] = [];
+      const off = own.watch!(lock, (r) => r && seen.push(r));
+      try {
+        await until('LISTEN in place', () => own.listening);
+        const w = await own.write(lock, null, acquire(holder, { hostname: 'h1' }));
+        assert.ok(w.ok);
+        await until('the acquisition', () => seen.length === 1);
+        let cur = w.record;
+        for (let i = 1; i <= 3; i++) {
+          const renewedAt = Date.now() + i;
+          const [revision] = await own.renewRevisions!([{ lock, expected: cur.revision, renewedAt, leaseDurationMs: cur.leaseDurationMs }]);
+          assert.ok(revision);
+          cur = { ...cur, renewedAt, revision };
+          await until(`renewal ${i}`, () => seen.length === 1 + i);
+          assert.deepEqual(seen[i], cur);
+        }
+        // The decoder took the second and third renewals as renewals of the record before (its metadata object is reused).
+        assert.equal(seen[3]!.metadata, seen[2]!.metadata);
+        // Every other write, whatever it keeps of the record, is heard as it was written.
+        const writes: LeaseWrite[] = [
+          { ...keep(holder), metadata: { hostname: 'h2' } },
+          { ...keep(holder), metadata: { hostname: 'h2' }, transitions: 5 },
+          { ...keep(holder), metadata: { hostname: 'h2' }, transitions: 5, stepDownRequested: true },
+          { ...acquire('bob', { hostname: 'h2' }) },
+        ];
+        for (const next of writes) {
+          const r = await other.write(lock, cur.revision, next);
+          assert.ok(r.ok);
+          cur = r.record;
+          await until(`the write by ${next.holder}`, () => seen.at(-1)?.revision === cur.revision);
+          assert.deepEqual(seen.at(-1), cur);
+        }
+      } finally {
+        off();
+      }
+    }
+  });
+
+  it('a leader learns from the feed, not at its next renewal, that its lock was taken', async () => {
+    const own = store();
+    const other = store();
+    const lock = lockName('taken');
+    const e = new LeaderElector({ store: own, lock, identity: 'alice', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    try {
+      e.start();
+      await e.elected();
+      await new Promise((r) => e.once('renewed', r));
+      await new Promise((r) => e.once('renewed', r));
+      const cur = await other.read(lock);
+      const stopped = new Promise<{ reason: string }>((r) => e.once('stopped', r));
+      const t0 = Date.now();
+      assert.ok((await other.write(lock, cur!.revision, acquire('bob'))).ok);
+      assert.equal((await stopped).reason, 'lost');
+      assert.ok(Date.now() - t0 < 1_000, `noticed after ${Date.now() - t0} ms (the next renewal was ~2 s away)`);
+    } finally {
+      await e.stop();
     }
   });
 

@@ -167,6 +167,68 @@ describe('redis: notification', () => {
     }
   });
 
+  it('a handle hears its own renewals without decoding them, and every other change of its leases whole', async () => {
+    const [own, other] = [await store(), await store()];
+    for (const holder of ['alice', 'al"i\\ce","0","{\\"renewedAt\\":1,']) {
+      const lock = lockName('own');
+      const seen: LeaseRecord[] = [];
+      const off = own.watch(lock, (r) => r && seen.push(r));
+      try {
+        await until('the subscription', () => own.watchLive);
+        const w = await own.write(lock, null, acquire(holder));
+        assert.ok(w.ok);
+        await until('the acquisition', () => seen.length === 1);
+        let cur = w.record;
+        for (let i = 1; i <= 3; i++) {
+          const renewedAt = Date.now() + i;
+          const [revision] = await own.renewRevisions([{ lock, expected: cur.revision, renewedAt, leaseDurationMs: cur.leaseDurationMs }]);
+          assert.ok(revision);
+          cur = { ...cur, renewedAt, revision };
+          await until(`renewal ${i}`, () => seen.length === 1 + i);
+          assert.deepEqual(seen[i], cur);
+        }
+        // The decoder took the second and third renewals as renewals of the record before (its metadata object is reused).
+        assert.equal(seen[3]!.metadata, seen[2]!.metadata);
+        // Every other write, whatever it keeps of the record, is heard as it was written.
+        const writes: LeaseWrite[] = [
+          { ...renew(cur), renewedAt: cur.renewedAt, metadata: { pid: 2 } },
+          { ...renew(cur), metadata: { pid: 2 }, transitions: 5 },
+          { ...renew(cur), metadata: { pid: 2 }, transitions: 5, stepDownRequested: true },
+          { ...acquire('bob') },
+        ];
+        for (const next of writes) {
+          const r = await other.write(lock, cur.revision, next);
+          assert.ok(r.ok);
+          cur = r.record;
+          await until(`the write by ${next.holder}`, () => seen.at(-1)?.revision === cur.revision);
+          assert.deepEqual({ ...seen.at(-1) }, { ...cur });
+        }
+      } finally {
+        off();
+      }
+    }
+  });
+
+  it('a leader learns from the feed, not at its next renewal, that its lock was taken', async () => {
+    const [own, other] = [await store(), await store()];
+    const lock = lockName('taken');
+    const e = new LeaderElector({ store: own, lock, identity: 'alice', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    try {
+      e.start();
+      await e.elected();
+      await new Promise((r) => e.once('renewed', r));
+      await new Promise((r) => e.once('renewed', r));
+      const cur = await other.read(lock);
+      const stopped = new Promise<{ reason: string }>((r) => e.once('stopped', r));
+      const t0 = Date.now();
+      assert.ok((await other.write(lock, cur!.revision, acquire('bob'))).ok);
+      assert.equal((await stopped).reason, 'lost');
+      assert.ok(Date.now() - t0 < 1_000, `noticed after ${Date.now() - t0} ms (the next renewal was ~2 s away)`);
+    } finally {
+      await e.stop();
+    }
+  });
+
   it('a lease the server expires is reported as null through keyspace events', async () => {
     const [writer, watcher] = [await store(), await store()];
     const lock = lockName('expired');
