@@ -101,6 +101,9 @@ export class NatsStore extends CasStore {
         // A frozen server is noticed within a few seconds (two unanswered pings).
         pingInterval: Math.max(timeoutMs, 1_000),
         maxPingOut: 2,
+        // Else the client captures a stack (an Error) per request and builds its timeout error
+        // up front, only to lengthen a failure's stack; baton's errors are one line anyway.
+        noAsyncTraces: true,
       });
       // Binding (or creating) the bucket may take longer than a call on a busy server; every
       // later call is bounded by timeoutMs in backend.ts.
