@@ -3,9 +3,11 @@
  * kit key (keys.ts maps the names), the KV revision as the version.
  *
  * - `create` is `kv.create` (the server refuses it unless the key is absent or deleted) and
- *   `replace` is `kv.update(key, value, revision)`, which the server applies only if the key's
- *   last revision is still `revision` (Nats-Expected-Last-Subject-Sequence). A refusal
- *   ("wrong last sequence", API error 10071) is a lost race: null.
+ *   `replace` is the publish `kv.update(key, value, revision)` sends, which the server applies
+ *   only if the key's last revision is still `revision` (Nats-Expected-Last-Subject-Sequence),
+ *   sent and answered through the handle's CasWriter (cas-writer.ts: one reply subscription,
+ *   one timer, none of the client's per-request errors). A refusal ("wrong last sequence",
+ *   API error 10071) is a lost race: null.
  * - A revision is the sequence number of the bucket's stream. It never goes back or repeats
  *   while the stream exists, and with file storage the stream survives server restarts.
  * - `watch` listens through one ordered consumer per key family and store handle (feed.ts),
@@ -24,6 +26,7 @@ import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
 import { translated } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
+import type { CasWriter } from './cas-writer.js';
 import { KeyFeed } from './feed.js';
 import type { RedialPacer } from './redial.js';
 import { fromNatsKey, listFilter, toNatsKey } from './keys.js';
@@ -35,6 +38,8 @@ export interface NatsBackendOptions {
   readonly label: string;
   /** Told of every dial the client starts; set when baton made the connection (redial.ts). */
   readonly pacer?: RedialPacer;
+  /** Sends `replace`; the backend closes it. */
+  readonly writer: CasWriter;
 }
 
 /** How many gets of a listing run at once. */
@@ -80,7 +85,10 @@ export class NatsKvBackend implements CasBackend {
     const revision = Number(version);
     // A version this store did not hand out cannot be the key's revision.
     if (!Number.isSafeInteger(revision) || revision < 1) return null;
-    return this.conditional('update', () => this.kv.update(toNatsKey(key), encoder.encode(value), revision));
+    this.guard.check();
+    if (!this.connected) throw this.notConnected('update');
+    // The writer bounds the call by timeoutMs and answers lost races with null itself.
+    return this.options.writer.update(toNatsKey(key), encoder.encode(value), revision);
   }
 
   replaceMany(items: readonly ReplaceItem[]): Promise<(string | null)[]> {
@@ -128,6 +136,7 @@ export class NatsKvBackend implements CasBackend {
     if (!this.guard.close()) return;
     for (const feed of this.feeds.values()) feed.close();
     this.feeds.clear();
+    this.options.writer.close();
     this.status.stop();
     if (this.options.ownsConnection) await this.nc.close().catch(() => {});
   }
@@ -135,8 +144,12 @@ export class NatsKvBackend implements CasBackend {
   /** call runs one request: refused at once while disconnected, bounded by the timeout, errors translated. */
   private call<T>(what: string, run: () => Promise<T>, timeoutMs = this.options.timeoutMs): Promise<T> {
     this.guard.check();
-    if (!this.connected) return Promise.reject(new StoreUnavailableError(`nats: ${this.options.label}: ${what}: not connected (reconnecting)`));
+    if (!this.connected) return Promise.reject(this.notConnected(what));
     return translated('nats', what, () => withTimeout('nats', what, timeoutMs, run()));
+  }
+
+  private notConnected(what: string): StoreUnavailableError {
+    return new StoreUnavailableError(`nats: ${this.options.label}: ${what}: not connected (reconnecting)`);
   }
 
   /** conditional runs a create/update; the server's "wrong last sequence" is a lost race (null). */

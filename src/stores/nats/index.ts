@@ -18,12 +18,13 @@
  * bucket stream's sequence numbers, which only grow and survive restarts with file storage.
  * Deleting or purging the bucket itself would start sequences and counters over: don't.
  */
-import type { NatsConnection } from 'nats';
+import type { KV, NatsConnection } from 'nats';
 import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import { CasStore } from '../kit/cas-store.js';
 import { unavailable } from '../kit/errors.js';
 import { withTimeout } from '../kit/timeout.js';
 import { NatsKvBackend } from './backend.js';
+import { CasWriter } from './cas-writer.js';
 import { RedialPacer } from './redial.js';
 import { DEFAULT_BUCKET, DEFAULT_TIMEOUT_MS, parseNatsUrl, serverList, type NatsConfig } from './config.js';
 
@@ -53,6 +54,16 @@ async function loadSdk(): Promise<NatsSdk> {
   } catch (err) {
     throw new InvalidConfigError(`nats: the nats package is not installed (npm install nats): ${errorMessage(err)}`);
   }
+}
+
+/**
+ * editSubjectPrefix is the subject prefix `kv.update` publishes a key's writes to, with its
+ * trailing dot: `$KV.<bucket>.` for a bucket of its own (the client puts a JetStream domain's
+ * API prefix or a mirror's origin in front when there is one, so it is asked, not assumed).
+ */
+function editSubjectPrefix(kv: KV, bucket: string): string {
+  const subjectForKey = (kv as { subjectForKey?: (key: string, edit: boolean) => string }).subjectForKey;
+  return typeof subjectForKey === 'function' ? subjectForKey.call(kv, '', true) : `$KV.${bucket}.`;
 }
 
 /** NatsStore is a LeaseStore on a NATS KV bucket; open one with `NatsStore.open`. */
@@ -90,6 +101,9 @@ export class NatsStore extends CasStore {
         // A frozen server is noticed within a few seconds (two unanswered pings).
         pingInterval: Math.max(timeoutMs, 1_000),
         maxPingOut: 2,
+        // Else the client captures a stack (an Error) per request and builds its timeout error
+        // up front, only to lengthen a failure's stack; baton's errors are one line anyway.
+        noAsyncTraces: true,
       });
       // Binding (or creating) the bucket may take longer than a call on a busy server; every
       // later call is bounded by timeoutMs in backend.ts.
@@ -109,7 +123,8 @@ export class NatsStore extends CasStore {
       if (stream.max_age > 0) {
         throw new InvalidConfigError(`nats: bucket "${bucket}" has a max age (TTL); terms would expire with it (use a bucket without TTL)`);
       }
-      return new NatsStore(new NatsKvBackend(nc, kv, { timeoutMs, ownsConnection: owns, label, pacer }));
+      const writer = new CasWriter(nc, sdk, editSubjectPrefix(kv, bucket), timeoutMs);
+      return new NatsStore(new NatsKvBackend(nc, kv, { timeoutMs, ownsConnection: owns, label, pacer, writer }));
     } catch (err) {
       if (owns) await nc?.close().catch(() => {});
       throw unavailable('nats', err, label);

@@ -9,6 +9,7 @@
  * An empty rest is a lone `=` (an escape never stands alone, so it cannot be confused).
  */
 const PLAIN = /[A-Za-z0-9_\-/]/;
+const ALL_PLAIN = /^[A-Za-z0-9_\-/]+$/;
 
 /** toNatsKey maps a kit key to its NATS KV key. */
 export function toNatsKey(key: string): string {
@@ -35,6 +36,8 @@ export function listFilter(prefix: string): string {
 
 function escapeToken(text: string): string {
   if (text === '') return '=';
+  // Most lock names need no escape; each renewal maps its key, so skip the per-character walk.
+  if (ALL_PLAIN.test(text)) return text;
   let out = '';
   for (const ch of text) {
     if (PLAIN.test(ch)) out += ch;
