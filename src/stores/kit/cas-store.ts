@@ -55,11 +55,19 @@ export interface CasStoreOptions {
   leaseGranularityMs?: number;
 }
 
-/** KnownTerm: a lease revision's term, and the term counter's version from that term's reservation. */
+/**
+ * KnownTerm: what a store knows of a lock's lease at one revision — its term, the term counter's
+ * version from that term's reservation (`tv`), a `tv` that the counter already refused (kept
+ * while the lease carries it, so a stale hint costs each handle one refusal, not one per try),
+ * and the record itself when this handle wrote or decoded it (a change feed's echo of that very
+ * revision is then delivered without decoding: a version is never reused for a key).
+ */
 interface KnownTerm {
   readonly revision: string;
   readonly term: number;
   readonly tv?: string;
+  readonly refusedTv?: string;
+  readonly record?: LeaseRecord;
 }
 
 const LEASE_PREFIX = leaseKey('');
@@ -134,13 +142,13 @@ export class CasStore implements LeaseStore {
 
   private async acquire(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
     const known = expected === null ? undefined : this.terms.get(lock);
-    if (known?.revision === expected && known.tv !== undefined) {
+    if (known?.revision === expected && known.tv !== undefined && known.tv !== known.refusedTv) {
       // 2, without step 1: the counter still at `tv` holds exactly known.term (see the file comment).
       const term = known.term + 1;
       const reserved = await this.cas.replace(termKey(lock), known.tv, String(term));
       if (reserved !== null) return this.writeAcquired(lock, expected, next, term, reserved);
       // Reserved by another acquirer (or the counter is gone): lost; read next time, not this hint.
-      if (this.terms.get(lock) === known) this.terms.set(lock, { revision: known.revision, term: known.term });
+      if (this.terms.get(lock) === known) this.terms.set(lock, { ...known, refusedTv: known.tv });
       return { ok: false };
     }
     // 1. The lease and the counter, read together.
@@ -211,7 +219,7 @@ export class CasStore implements LeaseStore {
     items.forEach((item, j) => {
       const version = versions[j];
       const known = this.terms.get(item.lock);
-      if (version && known?.revision === item.expected) this.terms.set(item.lock, { ...known, revision: version });
+      if (version && known?.revision === item.expected) this.terms.set(item.lock, { revision: version, term: known.term, tv: known.tv, refusedTv: known.refusedTv });
     });
     return versions;
   }
@@ -239,13 +247,18 @@ export class CasStore implements LeaseStore {
         this.terms.delete(key);
       }
     }
-    this.terms.set(lock, tv === undefined ? { revision: record.revision, term: record.term } : { revision: record.revision, term: record.term, tv });
+    const refusedTv = tv !== undefined && this.terms.get(lock)?.refusedTv === tv ? tv : undefined;
+    this.terms.set(lock, { revision: record.revision, term: record.term, tv, refusedTv, record });
     return record;
   }
 
   private subscribe(lock: string): () => void {
     return this.cas.watch!(leaseKey(lock), (item) => {
       if (this.guard.closed) return;
+      // An echo of a revision this handle wrote or already decoded (a leader hears each of its
+      // own renewals) is that record: delivered without decoding the text again.
+      const known = item ? this.terms.get(lock) : undefined;
+      if (known?.record && known.revision === item!.version) return this.listeners.emit(lock, known.record);
       this.listeners.emit(lock, item === undefined ? undefined : this.remember(lock, item));
     });
   }

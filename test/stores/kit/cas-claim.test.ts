@@ -87,6 +87,9 @@ test('a hint the counter has moved past is refused once; the next claim reads an
   const refused = await b.store.write(LOCK, released.record.revision, write('b', released.record));
   assert.deepEqual(refused, { ok: false });
   assert.deepEqual(b.calls, ['replace term'], 'the refused hint cost one call');
+  // Reading the same record again (a poll, a notification) must not bring the refused hint back:
+  // the lease carries it until the next acquisition, and every claim would be refused forever.
+  assert.equal((await b.store.read(LOCK))?.revision, released.record.revision);
   b.calls.length = 0;
   const again = await b.store.write(LOCK, released.record.revision, write('b', released.record));
   assert.ok(again.ok);
