@@ -114,11 +114,15 @@ export class MysqlBackend implements CasBackend {
 
   async renewValues(items: readonly RevisionRenewal[]): Promise<(string | null)[]> {
     const out: (string | null)[] = new Array(items.length);
+    // In lock order: two handles renewing the same leases (a leader and one that lost them) then
+    // take the rows' locks in the same order, chunk by chunk, and one waits for the other instead
+    // of deadlocking (in opposite orders InnoDB rolled both back, again and again, under load).
+    const order = items.map((_, i) => i).sort((x, y) => (items[x]!.lock < items[y]!.lock ? -1 : items[x]!.lock > items[y]!.lock ? 1 : x - y));
     let next = 0;
     const worker = async () => {
       for (let start = next; start < items.length; start = next) {
         next = Math.min(start + RENEW_CHUNK, items.length);
-        await this.renewChunk(items, start, next, out);
+        await this.renewChunk(items, order.slice(start, next), out);
       }
     };
     await Promise.all(Array.from({ length: Math.min(RENEW_IN_FLIGHT, Math.ceil(items.length / RENEW_CHUNK)) }, worker));
@@ -126,16 +130,16 @@ export class MysqlBackend implements CasBackend {
   }
 
   /**
-   * renewChunk renews items[start, end) with one UPDATE (sql.ts renewValues) and puts each
+   * renewChunk renews the items at `ids` with one UPDATE (sql.ts renewValues) and puts each
    * answer in `out`. The new versions are drawn here, so a row that carries one afterwards was
    * renewed by this statement and by nothing else.
    */
-  private async renewChunk(items: readonly RevisionRenewal[], start: number, end: number, out: (string | null)[]): Promise<void> {
-    const next = newVersions(end - start);
+  private async renewChunk(items: readonly RevisionRenewal[], ids: readonly number[], out: (string | null)[]): Promise<void> {
+    const next = newVersions(ids.length);
     // Built as one text, with no object or array per lease: the batch lives while the statement is out.
     let rows = '';
     for (let j = 0; j < next.length; j++) {
-      const item = items[start + j]!;
+      const item = items[ids[j]!]!;
       const renewedAt = Number.isFinite(item.renewedAt) ? String(Math.round(item.renewedAt)) : 'null';
       rows += renewRow(j, this.literal(leaseKey(item.lock)), this.literal(item.expected), next[j]!, renewedAt);
     }
@@ -155,14 +159,14 @@ export class MysqlBackend implements CasBackend {
       affected = await send();
     }
     if (affected === next.length) {
-      for (let j = 0; j < next.length; j++) out[start + j] = next[j]!;
+      for (let j = 0; j < next.length; j++) out[ids[j]!] = next[j]!;
       return;
     }
     // Some did not match (lost, absent, or a lock named twice: its row is renewed once).
-    const keys = items.slice(start, end).map((i) => leaseKey(i.lock));
+    const keys = ids.map((i) => leaseKey(items[i]!.lock));
     const current = (await this.query('batch read', this.sql.versionsOf(keys.length), keys)) as Row[];
     const now = new Map(current.map((r) => [text(r.k), String(r.version)]));
-    for (let j = 0; j < next.length; j++) out[start + j] = now.get(keys[j]!) === next[j] ? next[j]! : null;
+    for (let j = 0; j < next.length; j++) out[ids[j]!] = now.get(keys[j]!) === next[j] ? next[j]! : null;
   }
 
   async list(prefix: string, limit: number): Promise<BackendItem[]> {

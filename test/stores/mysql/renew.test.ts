@@ -81,8 +81,10 @@ describe('mysql: renewal-only batch', () => {
     const held = await holdMany(2_000, 'both');
     const renewedAt = Date.now();
     const items = held.map((r) => renewalOf(r, renewedAt));
-    // Opposite lock orders invite InnoDB deadlocks: a chunk rolled back is sent once more, and a
-    // second failure is an error (undefined answers below), never a lost race reported as won.
+    // Given in opposite orders; the store sends each batch in lock order, so the two take the rows'
+    // locks in the same order and one waits for the other (in opposite orders InnoDB deadlocked
+    // both, twice, in a CI run). Should a chunk still fail, it is an error (undefined answers
+    // below), never a lost race reported as won.
     const [fromA, fromB] = await Promise.all([
       a.renewRevisions!(items).catch(() => items.map(() => undefined)),
       b.renewRevisions!([...items].reverse()).then((r) => r.reverse()).catch(() => items.map(() => undefined)),
