@@ -1,13 +1,39 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { kubeBinary } from '../kube/binaries.js';
 import { ManagedServer, freePort, requireBinary, waitForPort } from './base.js';
 
-/** EtcdServer: a single-member etcd 3.4 on loopback, or one member of `etcdCluster`. */
+/**
+ * EtcdLine is which etcd runs: `debian` is the system's (3.4, Debian 12's etcd-server), `current`
+ * the 3.6 release built from go.etcd.io/etcd/server/v3 by infra/kube/build.sh (the one the
+ * Kubernetes API server of the tests runs on). BATON_ETCD_LINE picks the default.
+ */
+export type EtcdLine = 'debian' | 'current';
+
+/** etcdLine reads BATON_ETCD_LINE (default `debian`). */
+export function etcdLine(): EtcdLine {
+  const v = process.env.BATON_ETCD_LINE ?? 'debian';
+  if (v !== 'debian' && v !== 'current') throw new Error(`BATON_ETCD_LINE=${v}: expected debian or current`);
+  return v;
+}
+
+/** etcdBinary is the etcd (or etcdctl) of a line. */
+export function etcdBinary(line: EtcdLine, name: 'etcd' | 'etcdctl' = 'etcd'): string {
+  if (line === 'current') return kubeBinary(name);
+  return name === 'etcd' ? requireBinary(['/usr/bin/etcd'], 'etcd-server') : requireBinary(['/usr/bin/etcdctl'], 'etcd-client');
+}
+
+/** EtcdServer: a single-member etcd on loopback, or one member of `etcdCluster`. */
 export class EtcdServer extends ManagedServer {
   peerPort = 0;
-  constructor(private readonly member?: { name: string; cluster: () => string; clusterToken: string }) {
+  readonly line: EtcdLine;
+  constructor(
+    private readonly member?: { name: string; cluster: () => string; clusterToken: string },
+    options: { line?: EtcdLine } = {},
+  ) {
     super('etcd');
-    requireBinary(['/usr/bin/etcd'], 'etcd-server');
+    this.line = options.line ?? etcdLine();
+    etcdBinary(this.line);
   }
   get url(): string {
     return `etcd://127.0.0.1:${this.port}`;
@@ -22,7 +48,7 @@ export class EtcdServer extends ManagedServer {
     const client = `http://127.0.0.1:${this.port}`;
     const peer = `http://127.0.0.1:${this.peerPort}`;
     return {
-      bin: requireBinary(['/usr/bin/etcd'], 'etcd-server'),
+      bin: etcdBinary(this.line),
       args: [
         '--name', this.member?.name ?? 'baton', '--data-dir', join(this.dir, 'data'),
         '--listen-client-urls', client, '--advertise-client-urls', client,
@@ -54,12 +80,12 @@ export class EtcdServer extends ManagedServer {
  * etcdCluster starts a `size`-member etcd cluster on loopback (each member its own process, data
  * directory and ports) and resolves once every member answers /health. `url` lists every member.
  */
-export async function etcdCluster(size = 3): Promise<{ members: EtcdServer[]; url: string }> {
+export async function etcdCluster(size = 3, options: { line?: EtcdLine } = {}): Promise<{ members: EtcdServer[]; url: string }> {
   const names = Array.from({ length: size }, (_, i) => `m${i + 1}`);
   const token = `baton-${process.pid}-${Date.now()}`;
   const members: EtcdServer[] = [];
   const cluster = () => members.map((m, i) => `${names[i]}=http://127.0.0.1:${m.peerPort}`).join(',');
-  for (const name of names) members.push(new EtcdServer({ name, cluster, clusterToken: token }));
+  for (const name of names) members.push(new EtcdServer({ name, cluster, clusterToken: token }, options));
   for (const m of members) {
     m.port = await freePort();
     m.peerPort = await freePort();

@@ -2,13 +2,17 @@
  * etcd as a three-member cluster on loopback: the member each candidate talks to is killed in
  * turn. The leader either keeps leading through another member or steps down by its own
  * deadline; either way there is a leader again within the bound, and never two at once.
+ *
+ * A raft leader frozen past an election (RELIABILITY finding 4) is not driven here: whether the
+ * server then answers keepalives from a stale lease table is a race of the server's, which a
+ * gate cannot wait for. The rule baton applies to it is proven deterministically in
+ * deposed.test.ts; chaos/etcd-deposed.ts reproduces the race live and reports what happened.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { LeaderElector } from '../../../src/core/elector.js';
 import type { LeaseStore } from '../../../src/core/store.js';
 import { EtcdStore } from '../../../src/stores/etcd/index.js';
-import { acquireWrite, keepWrite } from '../../../src/testing/conformance/context.js';
 import { etcdCluster, type EtcdServer } from '../../../infra/servers/index.js';
 
 const TIMING = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
@@ -80,58 +84,4 @@ function gapsSince(spans: Span[], t: number): number[] {
     if (end !== undefined && end >= t) out.push(sorted[i]!.from - end);
   }
   return out;
-}
-
-/**
- * etcd 3.4 (Debian's) lets a raft leader that was paused past an election answer, on resuming,
- * the keepalives queued at it from its own lease table — "TTL > 0" with its old raft term —
- * although a new leader exists and may already have revoked the lease (etcd-io/etcd#15247).
- * This drives that case: the raft leader, the only member the store talks to, is frozen while a
- * renewal is queued at it. A renewal whose keepalive came back with a term older than the txn
- * sent with it must not count; one whose answers agree on the term may.
- */
-test('a keepalive answered by a deposed raft leader is not counted as a renewal', async () => {
-  const rounds: string[] = [];
-  let refused = 0;
-  for (let round = 0; round < 4 && refused === 0; round++) {
-    const leader = await raftLeader();
-    // One endpoint only, a call timeout longer than the freeze: the renewal waits at the member.
-    const store = EtcdStore.fromUrl(`etcd://127.0.0.1:${leader.port}?timeout=6s`);
-    stores.push(store);
-    const lock = `deposed-${round}`;
-    const won = await store.queue!.campaign(lock, acquireWrite('a', 10_000));
-    assert.ok(won.ok, 'the candidate leads an empty lock');
-    leader.pause();
-    // Past the election timeout (1 s): the other two elect a new raft leader meanwhile.
-    await new Promise((r) => setTimeout(r, 1500));
-    const renewal = store.write(lock, won.record.revision, { ...keepWrite('a', 10_000), acquiredAt: won.record.acquiredAt }).then(
-      (r) => `renewed: ${r.ok}`,
-      (err: Error) => `failed: ${err.message}`,
-    );
-    await new Promise((r) => setTimeout(r, 1000));
-    leader.resume();
-    const outcome = await renewal;
-    rounds.push(`round ${round}: ${outcome}`);
-    if (outcome.includes('deposed leader')) refused++;
-    else assert.match(outcome, /^(renewed|failed): /);
-    await new Promise((r) => setTimeout(r, 1500));
-  }
-  assert.ok(refused > 0, `no renewal met a keepalive answered by the deposed leader in 4 rounds (a fixed etcd?):\n${rounds.join('\n')}`);
-});
-
-/** raftLeader finds the member that is raft leader now (asks each member's /v3/maintenance/status). */
-async function raftLeader(): Promise<EtcdServer> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    for (const m of members) {
-      try {
-        const res = await fetch(`${m.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
-        const s = (await res.json()) as { leader?: string; header?: { member_id?: string } };
-        if (s.leader && s.leader === s.header?.member_id) return m;
-      } catch {
-        // frozen or restarting: ask the next
-      }
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('no etcd member says it is the raft leader');
 }
