@@ -14,3 +14,4 @@ export { GaleraNode, GALERA_SUSPECT_TIMEOUT_MS, galeraCluster, type GaleraCluste
 export { DynaliteServer } from './dynalite.js';
 export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
 export { K8sFakeServer } from './k8s-fake.js';
+export { KubeApiServer, type KubeTestUser } from './kube-apiserver.js';

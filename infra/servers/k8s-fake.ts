@@ -1,20 +1,19 @@
 /**
- * K8sFakeServer runs the fake API server (infra/fakes/k8s-api.ts — a fake, since no kube-apiserver can run
- * here) as its own process on a free loopback port, over HTTPS with a certificate authority made
+ * K8sFakeServer runs the fake API server (infra/fakes/k8s-api.ts — a FAKE; the tests run on the
+ * real kube-apiserver, kube-apiserver.ts, and keep the fake only for what the real server cannot
+ * be made to do on demand: hold every write for N ms, a watch history of 5 events) as its own process on a free loopback port, over HTTPS with a certificate authority made
  * by openssl for this server alone, and writes a kubeconfig (YAML, as kubectl writes one:
  * https server, certificate-authority-data, a bearer token) that tests pass through KUBECONFIG.
  * Like the other managed servers it can be killed, restarted with its data, paused and resumed.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
+import { apiRequest, certKubeconfig, deleteOptions, leasePath, makeCertificates, readCa, tokenKubeconfig, type ApiAnswer } from './k8s-access.js';
 
 const FAKE = fileURLToPath(new URL('../fakes/k8s-api.ts', import.meta.url));
-/** LIBFAKETIME is Debian's libfaketime (package faketime), used to backdate the certificates. */
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 /** K8sFakeServer: see the header comment. */
 export class K8sFakeServer extends ManagedServer {
@@ -41,7 +40,7 @@ export class K8sFakeServer extends ManagedServer {
 
   /** ca is the PEM of the certificate authority that signed the server's certificate. */
   get ca(): string {
-    return readFileSync(join(this.dir, 'ca.crt'), 'utf8');
+    return readCa(this.dir);
   }
 
   /** url is the store URL for `namespace`, with this server's kubeconfig named in it. */
@@ -60,55 +59,23 @@ export class K8sFakeServer extends ManagedServer {
   }
 
   /** requestCounts is the server's own count of the requests it served, by verb (GET /fake/stats). */
-  requestCounts(): Promise<Record<string, number>> {
-    return new Promise((resolve, reject) => {
-      const req = https.get(`${this.server}/fake/stats`, { ca: this.ca, headers: { authorization: `Bearer ${this.token}` }, timeout: 30_000 }, (res) => {
-        let text = '';
-        res.on('data', (b: Buffer) => (text += b.toString()));
-        res.on('end', () => {
-          try {
-            resolve((JSON.parse(text) as { requests: Record<string, number> }).requests);
-          } catch {
-            reject(new Error(`k8s fake: /fake/stats answered ${res.statusCode}: ${text.slice(0, 200)}`));
-          }
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error('k8s fake: /fake/stats timed out')));
-      req.on('error', reject);
-    });
+  async requestCounts(): Promise<Record<string, number>> {
+    const res = await this.api('GET', '/fake/stats');
+    if (res.status !== 200) throw new Error(`k8s fake: /fake/stats answered ${res.status}`);
+    return (res.body as { requests: Record<string, number> }).requests;
   }
 
   /**
    * api makes one request to the API with the server's token, as kubectl or client-go would (a
    * test's operator: delete a Lease behind the store's back), and answers the status and the JSON body.
    */
-  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'application/json' };
-      // Node sends a DELETE's body without chunking: it needs its length.
-      if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) });
-      const req = https.request(`${this.server}${path}`, { method, ca: this.ca, headers, timeout: 30_000 }, (res) => {
-        let text = '';
-        res.on('data', (b: Buffer) => (text += b.toString()));
-        res.on('end', () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
-          } catch {
-            reject(new Error(`k8s fake: ${method} ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`));
-          }
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error(`k8s fake: ${method} ${path} timed out`)));
-      req.on('error', reject);
-      req.end(payload);
-    });
+  api(method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+    return apiRequest({ server: this.server, ca: this.ca, token: this.token }, method, path, body);
   }
 
   /** deleteLease deletes Lease `name` in `namespace` (optionally with DeleteOptions preconditions); 404 if it is not there. */
-  deleteLease(namespace: string, name: string, preconditions?: { uid?: string; resourceVersion?: string }): Promise<{ status: number; body: any }> {
-    const options = preconditions ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions } : undefined;
-    return this.api('DELETE', `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`, options);
+  deleteLease(namespace: string, name: string, preconditions?: { uid?: string; resourceVersion?: string }): Promise<ApiAnswer> {
+    return this.api('DELETE', leasePath(namespace, name), deleteOptions(preconditions));
   }
 
   private admin(path: string): void {
@@ -117,54 +84,10 @@ export class K8sFakeServer extends ManagedServer {
   }
 
   protected override async prepare(): Promise<void> {
-    // Backdated by two days where libfaketime is installed (OpenSSL 3.0 has no -not_before): a
-    // real API server's certificate was issued long ago, and a client whose wall clock runs
-    // hours behind (a chaos clock fault) must not find it "not yet valid".
-    const backdate = existsSync(LIBFAKETIME) ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: '-2d' } : {};
-    const ssl = (...a: string[]) => {
-      const r = spawnSync('openssl', a, { cwd: this.dir, encoding: 'utf8', env: { ...process.env, ...backdate } });
-      if (r.status !== 0) throw new Error(`openssl ${a[0]} failed: ${r.stderr}`);
-    };
-    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-    ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '5', '-subj', '/CN=baton-fake-apiserver-ca',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-    ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
-    writeFileSync(join(this.dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '5', '-extfile', 'server.ext');
-    // A client certificate for user "baton-cert", signed by the same CA (kubeconfigWithCert).
-    ssl('req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=baton-cert/O=baton');
-    writeFileSync(join(this.dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
-    ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '5', '-extfile', 'client.ext');
-    const caData = readFileSync(join(this.dir, 'ca.crt')).toString('base64');
-    writeFileSync(this.kubeconfig, [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      '- cluster:',
-      `    certificate-authority-data: ${caData}`,
-      `    server: ${this.server}`,
-      '  name: fake',
-      'contexts:',
-      '- context:',
-      '    cluster: fake',
-      '    namespace: default',
-      '    user: baton',
-      '  name: fake',
-      'current-context: fake',
-      'preferences: {}',
-      'users:',
-      '- name: baton',
-      '  user:',
-      `    token: ${this.token}`,
-      '',
-    ].join('\n'));
+    makeCertificates(this.dir, 'baton-fake-apiserver-ca');
+    writeFileSync(this.kubeconfig, tokenKubeconfig({ server: this.server, caPem: this.ca, token: this.token, cluster: 'fake' }));
     // The same cluster, a user with a client certificate and key given as files, in JSON.
-    writeFileSync(this.kubeconfigWithCert, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'cert',
-      clusters: [{ name: 'fake', cluster: { server: this.server, 'certificate-authority': 'ca.crt' } }],
-      contexts: [{ name: 'cert', context: { cluster: 'fake', user: 'baton-cert', namespace: 'certs' } }],
-      users: [{ name: 'baton-cert', user: { 'client-certificate': 'client.crt', 'client-key': 'client.key' } }],
-    }));
+    writeFileSync(this.kubeconfigWithCert, certKubeconfig(this.server, 'fake'));
   }
 
   protected override command() {
