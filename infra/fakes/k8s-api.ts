@@ -11,7 +11,7 @@
  *     v1, status Failure, reason, code, details);
  *   - DELETE → 200 with a Success Status naming the Lease (details name, group, kind "leases",
  *     uid), a DELETED watch event carrying the object at a new resourceVersion; DeleteOptions
- *     preconditions (uid, resourceVersion) that do not hold → 409 Conflict "Precondition failed";
+ *     preconditions (uid, resourceVersion) that do not hold → 409 Conflict, worded as 1.36 words it;
  *   - what the real server rejects: a MicroTime without exactly six fractional digits or a
  *     non-integer leaseDurationSeconds / leaseTransitions (400, a decoding error), invalid names,
  *     non-positive leaseDurationSeconds, a name not matching the URL, invalid annotation keys or
@@ -254,11 +254,12 @@ async function leases(req: IncomingMessage, res: ServerResponse, url: URL, ns: s
     if (!old) throw notFound(name);
     // Preconditions (DeleteOptions.preconditions), checked as the storage layer does: uid first.
     const pre = options.preconditions ?? {};
+    // Worded as kube-apiserver 1.36 words them (checked against the real server: test/stores/k8s/kubectl.test.ts).
     const failed =
-      pre.uid != null && pre.uid !== old.metadata.uid ? `UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`
-      : pre.resourceVersion != null && pre.resourceVersion !== old.metadata.resourceVersion ? `ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`
+      pre.uid != null && pre.uid !== old.metadata.uid ? `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid}). The object might have been deleted and then recreated`
+      : pre.resourceVersion != null && pre.resourceVersion !== old.metadata.resourceVersion ? `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion}). The object might have been modified`
       : undefined;
-    if (failed) throw new HttpError(409, 'Conflict', `Operation cannot be fulfilled on leases.coordination.k8s.io "${name}": Precondition failed: ${failed}`, { name, group: 'coordination.k8s.io', kind: 'leases' });
+    if (failed) throw new HttpError(409, 'Conflict', `Operation cannot be fulfilled on Lease.coordination.k8s.io "${name}": ${failed}`, { name, group: 'coordination.k8s.io', kind: 'Lease' });
     delete state.objects[key(name)];
     state.rv += 1;
     // Watchers get the object as it was, at the deletion's resourceVersion.

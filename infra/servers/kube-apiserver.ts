@@ -134,6 +134,34 @@ export class KubeApiServer extends ManagedServer {
     });
   }
 
+  /** apply applies a manifest (YAML or JSON) as the admin; throws with kubectl's words if it fails. */
+  async apply(manifest: string): Promise<void> {
+    const r = await this.kubectl(['apply', '-f', '-'], { input: manifest });
+    if (r.status !== 0) throw new Error(`kubectl apply failed: ${r.stderr.trim()}`);
+  }
+
+  /** ensureNamespace creates `namespace` if it does not exist (the real server refuses objects in a missing one). */
+  async ensureNamespace(namespace: string): Promise<void> {
+    await this.apply(JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }));
+  }
+
+  /**
+   * grant binds `subject` to a Role in `namespace` allowing `verbs` on Leases (creating both and
+   * the namespace): what a cluster admin gives a workload. The Role is named after the subject.
+   */
+  async grant(namespace: string, subject: { kind: 'User' | 'Group' | 'ServiceAccount'; name: string }, verbs: readonly string[]): Promise<void> {
+    await this.ensureNamespace(namespace);
+    const name = `baton-test-${subject.kind.toLowerCase()}-${subject.name}`.replace(/[^a-z0-9-]/g, '-');
+    const rbac = 'rbac.authorization.k8s.io';
+    await this.apply(JSON.stringify({
+      apiVersion: 'v1', kind: 'List', items: [
+        { apiVersion: `${rbac}/v1`, kind: 'Role', metadata: { name, namespace }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs }] },
+        { apiVersion: `${rbac}/v1`, kind: 'RoleBinding', metadata: { name, namespace }, roleRef: { apiGroup: rbac, kind: 'Role', name },
+          subjects: [subject.kind === 'ServiceAccount' ? { kind: 'ServiceAccount', name: subject.name, namespace } : { apiGroup: rbac, ...subject }] },
+      ],
+    }));
+  }
+
   override async start(): Promise<this> {
     if (!this.etcd.pid) await this.etcd.start();
     return super.start();

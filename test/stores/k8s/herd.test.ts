@@ -1,5 +1,5 @@
-// What a failover costs the API server, counted by the fake's own request counter
-// (GET /fake/stats): each standby claims the released Lease with one conditional PUT of the
+// What a failover costs a real API server, counted by the server itself (its audit log of Lease
+// requests, KubeApiServer.requestCounts): each standby claims the released Lease with one conditional PUT of the
 // term floor at the version the Lease names (baton.dev/floor-version), and the losers stop
 // there — no floor read, no retry. And what happens when that version is stale.
 import { after, test } from 'node:test';
@@ -8,10 +8,10 @@ import { LeaderElector } from '../../../src/core/elector.js';
 import { acquisitionWrite, renewalWrite } from '../../../src/core/lease-writes.js';
 import { K8sStore } from '../../../src/stores/k8s/index.js';
 import { countingStore, type CountingStore } from '../../../bench/counting-store.js';
-import { K8sFakeServer } from '../../../infra/servers/index.js';
+import { KubeApiServer } from '../../../infra/servers/index.js';
 import { sleep, waitFor } from '../../harness/wait.js';
 
-const server = await new K8sFakeServer().start();
+const server = await new KubeApiServer().start();
 const stores: K8sStore[] = [];
 after(async () => {
   await Promise.all(stores.map((s) => s.close()));

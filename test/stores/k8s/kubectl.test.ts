@@ -1,29 +1,31 @@
 /**
- * The fake API server's fidelity, checked with a real client: kubectl (on this machine from the
- * Google Cloud SDK, v1.32; Debian's kubernetes-client package is the other source) talks to the
- * fake through the same kubeconfig baton uses, and what one writes the other reads. The fake
- * serves no OpenAPI document, so kubectl's client-side validation is off (--validate=false); the
- * server-side checks are the fake's own. Skipped, saying so, when kubectl is not installed.
+ * baton and kubectl on one API server: kubectl (built with the API server by infra/kube/build.sh)
+ * talks to it through the same kubeconfig baton uses, and what one writes the other reads. Run
+ * against the real kube-apiserver — the truth — and against the fake (infra/fakes/k8s-api.ts),
+ * whose fidelity this checks: every expectation holds on both. The fake serves no OpenAPI
+ * document, so kubectl's client-side validation is off (--validate=false) on both; the
+ * server-side checks are the server's own.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { K8sStore } from '../../../src/stores/k8s/index.js';
 import { acquireWrite, keepWrite, waitFor } from '../../../src/testing/conformance/context.js';
-import { K8sFakeServer } from '../../../infra/servers/index.js';
+import { K8sFakeServer, KubeApiServer } from '../../../infra/servers/index.js';
+import { kubeBinary } from '../../../infra/kube/binaries.js';
 
-const kubectlPath = spawnSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).stdout.trim();
-const skip = kubectlPath ? false : 'kubectl is not installed (apt-get install -y kubernetes-client)';
+const kubectlPath = kubeBinary('kubectl');
 
-describe('k8s fake vs kubectl', { skip }, () => {
-  let server: K8sFakeServer;
+for (const target of ['real', 'fake'] as const)
+describe(`k8s (${target} API server) and kubectl`, () => {
+  let server: K8sFakeServer | KubeApiServer;
   let store: K8sStore;
   let dir: string;
   before(async () => {
-    server = await new K8sFakeServer().start();
+    server = await (target === 'real' ? new KubeApiServer() : new K8sFakeServer()).start();
     store = new K8sStore({ url: server.url() });
     dir = mkdtempSync(join(tmpdir(), 'baton-kubectl-'));
   });
@@ -33,10 +35,13 @@ describe('k8s fake vs kubectl', { skip }, () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const kubectl = (...args: string[]) => {
-    const r = spawnSync(kubectlPath, ['--kubeconfig', server.kubeconfig, '-n', 'default', ...args], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 30_000 });
-    return { code: r.status, out: r.stdout, err: r.stderr };
-  };
+  // Never synchronously: the real server's proxy lives on this process's event loop.
+  const kubectl = (...args: string[]) =>
+    new Promise<{ code: number; out: string; err: string }>((resolve) => {
+      execFile(kubectlPath, ['--kubeconfig', server.kubeconfig, '-n', 'default', ...args], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 30_000 }, (err, out, errText) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out, err: errText });
+      });
+    });
   const file = (name: string, obj: unknown) => {
     const p = join(dir, name);
     writeFileSync(p, JSON.stringify(obj));
@@ -49,7 +54,7 @@ describe('k8s fake vs kubectl', { skip }, () => {
   it('kubectl get reads what baton wrote: client-go field types, MicroTime with six digits, term in an annotation', async () => {
     const r = await store.write('kc-read', null, acquireWrite('baton-a', 2500));
     assert.ok(r.ok);
-    const got = kubectl('get', 'lease', 'kc-read', '-o', 'json');
+    const got = await kubectl('get', 'lease', 'kc-read', '-o', 'json');
     assert.equal(got.code, 0, got.err);
     const obj = JSON.parse(got.out);
     assert.equal(obj.kind, 'Lease');
@@ -62,14 +67,14 @@ describe('k8s fake vs kubectl', { skip }, () => {
   });
 
   it('baton reads what kubectl created (a client-go-style Lease without annotations)', async () => {
-    const made = kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'kubectl-holder', leaseDurationSeconds: 15, acquireTime: '2026-11-24T05:00:00.000000Z', renewTime: '2026-11-24T05:00:01.500000Z', leaseTransitions: 4 })));
+    const made = await kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'kubectl-holder', leaseDurationSeconds: 15, acquireTime: '2026-11-24T05:00:00.000000Z', renewTime: '2026-11-24T05:00:01.500000Z', leaseTransitions: 4 })));
     assert.equal(made.code, 0, made.err);
     const rec = await store.read('kc-created');
     assert.equal(rec?.holder, 'kubectl-holder');
     assert.equal(rec?.leaseDurationMs, 15_000);
     assert.equal(rec?.transitions, 4);
     assert.equal(rec?.renewedAt, Date.parse('2026-11-24T05:00:01.500Z'));
-    const again = kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'x' })));
+    const again = await kubectl('create', '--validate=false', '-f', file('c.json', lease('kc-created', { holderIdentity: 'x' })));
     assert.notEqual(again.code, 0);
     assert.match(again.err, /AlreadyExists|already exists/);
   });
@@ -79,37 +84,37 @@ describe('k8s fake vs kubectl', { skip }, () => {
     assert.ok(r.ok);
     const renewed = await store.write('kc-replace', r.record.revision, keepWrite('baton-b'));
     assert.ok(renewed.ok);
-    const stale = kubectl('replace', '--validate=false', '-f', file('s.json', lease('kc-replace', { holderIdentity: 'intruder', leaseDurationSeconds: 5 }, { resourceVersion: r.record.revision })));
+    const stale = await kubectl('replace', '--validate=false', '-f', file('s.json', lease('kc-replace', { holderIdentity: 'intruder', leaseDurationSeconds: 5 }, { resourceVersion: r.record.revision })));
     assert.notEqual(stale.code, 0);
     assert.match(stale.err, /Conflict|the object has been modified/);
     assert.equal((await store.read('kc-replace'))?.holder, 'baton-b');
-    const fresh = kubectl('replace', '--validate=false', '-f', file('f.json', lease('kc-replace', { holderIdentity: '', leaseDurationSeconds: 1 }, { resourceVersion: renewed.record.revision })));
+    const fresh = await kubectl('replace', '--validate=false', '-f', file('f.json', lease('kc-replace', { holderIdentity: '', leaseDurationSeconds: 1 }, { resourceVersion: renewed.record.revision })));
     assert.equal(fresh.code, 0, fresh.err);
     const now = await store.read('kc-replace');
     assert.equal(now?.holder, null, 'an empty holderIdentity reads as released');
     assert.notEqual(now?.revision, renewed.record.revision);
   });
 
-  it('the server rejects what the real one rejects: a MicroTime without six digits, a fractional duration, a bad name', () => {
-    const millis = kubectl('create', '--validate=false', '-f', file('m.json', lease('kc-bad-time', { renewTime: '2026-11-24T05:00:00.123Z' })));
+  it('the server rejects what the real one rejects: a MicroTime without six digits, a fractional duration, a bad name', async () => {
+    const millis = await kubectl('create', '--validate=false', '-f', file('m.json', lease('kc-bad-time', { renewTime: '2026-11-24T05:00:00.123Z' })));
     assert.notEqual(millis.code, 0);
     assert.match(millis.err, /parsing time|BadRequest/);
-    const fraction = kubectl('create', '--validate=false', '-f', file('d.json', lease('kc-bad-duration', { leaseDurationSeconds: 1.5 })));
+    const fraction = await kubectl('create', '--validate=false', '-f', file('d.json', lease('kc-bad-duration', { leaseDurationSeconds: 1.5 })));
     assert.notEqual(fraction.code, 0);
     assert.match(fraction.err, /cannot unmarshal number 1.5/);
-    const name = kubectl('create', '--validate=false', '-f', file('n.json', lease('Bad_Name', {})));
+    const name = await kubectl('create', '--validate=false', '-f', file('n.json', lease('Bad_Name', {})));
     assert.notEqual(name.code, 0);
     assert.match(name.err, /RFC 1123|invalid/i);
-    assert.equal(kubectl('get', 'lease', 'kc-bad-time').code, 1, 'nothing was created');
+    assert.equal((await kubectl('get', 'lease', 'kc-bad-time')).code, 1, 'nothing was created');
   });
 
   it('kubectl delete removes the Lease; baton then sees no record, and its next term still grows (the floor Lease survives)', async () => {
     const first = await store.write('kc-delete', null, acquireWrite('baton-c'));
     assert.ok(first.ok);
-    const del = kubectl('delete', 'lease', 'kc-delete');
+    const del = await kubectl('delete', 'lease', 'kc-delete');
     assert.equal(del.code, 0, del.err);
     assert.equal(await store.read('kc-delete'), null);
-    const floor = kubectl('get', 'lease', 'baton.term.kc-delete', '-o', 'json');
+    const floor = await kubectl('get', 'lease', 'baton.term.kc-delete', '-o', 'json');
     assert.equal(floor.code, 0, floor.err);
     assert.equal(JSON.parse(floor.out).metadata.annotations['baton.dev/term'], String(first.record.term));
     const second = await store.write('kc-delete', null, acquireWrite('baton-d'));
@@ -120,15 +125,15 @@ describe('k8s fake vs kubectl', { skip }, () => {
   it('DELETE as the real server answers it: a Success Status, NotFound when missing, preconditions that fail are a 409 Conflict', async () => {
     const r = await store.write('kc-del-api', null, acquireWrite('baton-e'));
     assert.ok(r.ok);
-    const obj = JSON.parse(kubectl('get', 'lease', 'kc-del-api', '-o', 'json').out);
+    const obj = JSON.parse((await kubectl('get', 'lease', 'kc-del-api', '-o', 'json')).out);
     const path = (n: string) => ['default', n] as const;
     const staleRv = await server.deleteLease(...path('kc-del-api'), { resourceVersion: String(Number(r.record.revision) - 1) });
     assert.equal(staleRv.status, 409);
     assert.deepEqual([staleRv.body.kind, staleRv.body.status, staleRv.body.reason, staleRv.body.code], ['Status', 'Failure', 'Conflict', 409]);
-    assert.match(staleRv.body.message, /^Operation cannot be fulfilled on leases\.coordination\.k8s\.io "kc-del-api": Precondition failed: ResourceVersion in precondition: \d+, ResourceVersion in object meta: \d+$/);
+    assert.match(staleRv.body.message, /^Operation cannot be fulfilled on Lease\.coordination\.k8s\.io "kc-del-api": the ResourceVersion in the precondition \(\d+\) does not match the ResourceVersion in record \(\d+\)\. The object might have been modified$/);
     const otherUid = await server.deleteLease(...path('kc-del-api'), { uid: '00000000-0000-0000-0000-000000000000', resourceVersion: r.record.revision });
     assert.equal(otherUid.status, 409);
-    assert.match(otherUid.body.message, /Precondition failed: UID in precondition/);
+    assert.match(otherUid.body.message, /: the UID in the precondition \(0{8}-0{4}-0{4}-0{4}-0{12}\) does not match the UID in record/);
     assert.equal((await store.read('kc-del-api'))?.revision, r.record.revision, 'a failed precondition deletes nothing');
     const done = await server.deleteLease(...path('kc-del-api'), { uid: obj.metadata.uid, resourceVersion: r.record.revision });
     assert.equal(done.status, 200);
@@ -136,7 +141,7 @@ describe('k8s fake vs kubectl', { skip }, () => {
     const again = await server.deleteLease(...path('kc-del-api'));
     assert.equal(again.status, 404);
     assert.deepEqual([again.body.reason, again.body.code, again.body.message], ['NotFound', 404, 'leases.coordination.k8s.io "kc-del-api" not found']);
-    const missing = kubectl('delete', 'lease', 'kc-del-api');
+    const missing = await kubectl('delete', 'lease', 'kc-del-api');
     assert.notEqual(missing.code, 0);
     assert.match(missing.err, /NotFound.*leases\.coordination\.k8s\.io "kc-del-api" not found/);
   });
@@ -150,7 +155,7 @@ describe('k8s fake vs kubectl', { skip }, () => {
     try {
       // With --output-watch-events kubectl prints one compact JSON event per line.
       await waitFor(() => out.includes(`"resourceVersion":"${r.record.revision}"`), 10_000, 'kubectl to print the Lease');
-      const del = kubectl('delete', 'lease', 'kc-del-watch');
+      const del = await kubectl('delete', 'lease', 'kc-del-watch');
       assert.equal(del.code, 0, del.err);
       assert.match(del.out, /lease\.coordination\.k8s\.io "kc-del-watch" deleted/);
       await waitFor(() => /"type":"DELETED".*\n/.test(out), 10_000, 'kubectl to print the deletion');

@@ -1,11 +1,11 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runThreeCandidateScenario } from '../../harness/run-scenario.js';
-import { K8sFakeServer } from '../../../infra/servers/index.js';
+import { KubeApiServer } from '../../../infra/servers/index.js';
 
-// Three real `baton run` processes against the fake API server (a fake: no kube-apiserver runs
-// here), found the standard way: KUBECONFIG names its kubeconfig (needs the build: bin/baton.js).
-const server = await new K8sFakeServer().start();
+// Three real `baton run` processes against a real kube-apiserver (infra/servers/kube-apiserver.ts),
+// found the standard way: KUBECONFIG names its kubeconfig (needs the build: bin/baton.js).
+const server = await new KubeApiServer().start();
 after(() => server.stop());
 process.env.KUBECONFIG = server.kubeconfig;
 
