@@ -215,6 +215,8 @@ export class KubeApiServer extends ManagedServer {
         '--service-cluster-ip-range=10.96.0.0/16',
         // Nothing here runs the endpoints of the `kubernetes` Service (no routable address).
         '--endpoint-reconciler-type=none',
+        // spec.strategy and spec.preferredHolder of a Lease are kept only with this gate on.
+        '--feature-gates=CoordinatedLeaderElection=true', '--runtime-config=coordination.k8s.io/v1beta1=true',
         `--audit-policy-file=${f('audit-policy.yaml')}`, `--audit-log-path=${f('audit.log')}`, '--audit-log-maxsize=0',
         '--profiling=false', '--v=0',
       ],

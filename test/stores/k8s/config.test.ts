@@ -14,7 +14,7 @@ import { isSubdomain, leaseNameOf, termFloorNameOf } from '../../../src/stores/k
 import { K8sStore } from '../../../src/stores/k8s/index.js';
 import { acquireWrite } from '../../../src/testing/conformance/context.js';
 import { TempDir, cleanEnv, lines, runCli } from '../../harness/cli.js';
-import { K8sFakeServer } from '../../../infra/servers/index.js';
+import { KubeApiServer } from '../../../infra/servers/index.js';
 import { freePort } from '../../../infra/servers/index.js';
 
 describe('k8s config', () => {
@@ -74,11 +74,15 @@ describe('k8s config', () => {
   });
 });
 
-describe('k8s credentials against the fake API server', () => {
-  let server: K8sFakeServer;
+describe('k8s credentials against a real kube-apiserver', () => {
+  let server: KubeApiServer;
   const dir = new TempDir();
   before(async () => {
-    server = await new K8sFakeServer().start();
+    server = await new KubeApiServer().start();
+    await server.ensureNamespace('pod-ns');
+    await server.ensureNamespace('byo');
+    // The client certificate's user has no rights until bound to a Role, as on any cluster.
+    await server.grant('certs', { kind: 'User', name: 'baton-cert' }, ['get', 'list', 'watch', 'create', 'update', 'delete']);
   });
   after(async () => {
     await server.stop();
@@ -137,7 +141,7 @@ describe('k8s credentials against the fake API server', () => {
     const badToken = dir.join('bad-token.yaml');
     writeFileSync(badToken, (await import('node:fs')).readFileSync(server.kubeconfig, 'utf8').replace(server.token, 'nope'));
     const closedPort = dir.join('closed.yaml');
-    writeFileSync(closedPort, (await import('node:fs')).readFileSync(server.kubeconfig, 'utf8').replace(`:${server.port}`, `:${await freePort()}`));
+    writeFileSync(closedPort, (await import('node:fs')).readFileSync(server.kubeconfig, 'utf8').replace(`:${new URL(server.server).port}`, `:${await freePort()}`));
     const cases: [string[], NodeJS.ProcessEnv, number, RegExp][] = [
       [['status', '--store', 'k8s://Bad_NS', '--lock', 'x'], {}, 78, /namespace "Bad_NS"/],
       [['status', '--store', 'k8s://default', '--lock', 'x'], { KUBECONFIG: dir.join('missing') }, 78, /no kubeconfig at/],

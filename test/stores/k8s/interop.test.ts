@@ -1,12 +1,13 @@
 /**
- * Interop: baton candidates (`baton run` processes on the k8s store) and candidates that follow
- * client-go's algorithm (test/harness/k8s-clientgo-candidate.ts, a re-implementation of
- * tools/leaderelection with LeaseLock and ReleaseOnCancel) contend for ONE Lease on the fake API
- * server (a fake: no kube-apiserver runs here). Leadership crosses both ways, by kill -9 (the
- * next leader waits out the lease) and by SIGTERM (the leader releases with an empty holder and
- * the next one takes over at once):
+ * Interop: baton candidates (`baton run` processes on the k8s store) and client-go's own elector
+ * (test/stores/k8s/client-go-elector: k8s.io/client-go/tools/leaderelection with
+ * resourcelock.LeaseLock, built from the module by infra/kube/build.sh) contend for ONE Lease on a
+ * real kube-apiserver. Leadership crosses both ways, by kill -9 (the next leader waits out the
+ * lease), by SIGTERM with ReleaseOnCancel (the leader releases with an empty holder and the next
+ * one takes over at once) and by SIGTERM without it (client-go leaves the Lease to expire):
  *
  *   client-go ─kill -9→ baton ─SIGTERM→ client-go ─SIGTERM→ baton ─kill -9→ client-go ─SIGTERM→ baton
+ *   ─SIGTERM→ client-go (no ReleaseOnCancel) ─SIGTERM→ baton
  *
  * Every leader logs start/stop lines to one file with CLOCK_MONOTONIC stamps; no two leaderships
  * may overlap, baton's terms only grow, and leaseTransitions counts every change of holder.
@@ -17,13 +18,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { K8sStore } from '../../../src/stores/k8s/index.js';
 import { BatonProcess, TempDir, childCommand, cleanEnv, delay, monoNs, pidAlive, readChildLog, waitFor, type LogLine } from '../../harness/cli.js';
-import { K8sFakeServer } from '../../../infra/servers/index.js';
+import { KubeApiServer } from '../../../infra/servers/index.js';
+import { kubeBinary } from '../../../infra/kube/binaries.js';
 
-const server = await new K8sFakeServer().start();
+const server = await new KubeApiServer().start();
 after(() => server.stop());
 
 const TIMING = { leaseMs: 2000, renewDeadlineMs: 1400, retryMs: 200 };
-const CANDIDATE = fileURLToPath(new URL('../../harness/k8s-clientgo-candidate.ts', import.meta.url));
+const CLIENT_GO = kubeBinary('leader-elector');
 
 test('k8s interop: client-go and baton candidates share one Lease; leadership crosses both ways under kill -9 and SIGTERM, never overlapping', async () => {
   const lease = `interop-${process.pid}`;
@@ -44,10 +46,10 @@ test('k8s interop: client-go and baton candidates share one Lease; leadership cr
     procs.push({ kill: () => void p.kill() });
     return p;
   };
-  const clientGo = (id: string): ChildProcess => {
-    const child = spawn(process.execPath, ['--import', fileURLToPath(import.meta.resolve('tsx')), CANDIDATE], {
+  const clientGo = (id: string, releaseOnCancel = true): ChildProcess => {
+    const child = spawn(CLIENT_GO, [], {
       env: { ...env, K8S_SERVER: server.server, K8S_CA: caFile, K8S_TOKEN: server.token, K8S_NAMESPACE: 'default', LEASE: lease, IDENTITY: id,
-        LEASE_MS: String(TIMING.leaseMs), RENEW_DEADLINE_MS: String(TIMING.renewDeadlineMs), RETRY_MS: String(TIMING.retryMs) },
+        LEASE_MS: String(TIMING.leaseMs), RENEW_DEADLINE_MS: String(TIMING.renewDeadlineMs), RETRY_MS: String(TIMING.retryMs), RELEASE_ON_CANCEL: String(releaseOnCancel) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     child.on('exit', () => gone.set(child.pid!, monoNs()));
@@ -116,19 +118,38 @@ test('k8s interop: client-go and baton candidates share one Lease; leadership cr
     assert.ok(sixth.term > fourth.term, `baton terms only grow: ${fourth.term} then ${sixth.term}`);
     await exited(g3);
 
-    // 7. The Lease agrees: baton-3 holds it, and leaseTransitions counted the five changes of holder.
+    // 7. SIGTERM baton: a client-go candidate without ReleaseOnCancel takes over at once (baton released).
+    const g4 = clientGo('go-4', false);
+    await delay(1000);
+    b3.signal('SIGTERM');
+    const seventh = await nextStart(7, 'go-4 after baton-3 released');
+    assert.equal(seventh.identity, 'go-4');
+    await b3.waitForExit(5_000);
+
+    // 8. SIGTERM that client-go: it stops its work and leaves the Lease held, so baton waits out the lease.
+    const b4 = baton('baton-4');
+    await delay(1000);
+    const term4At = monoNs();
+    g4.kill('SIGTERM');
+    await exited(g4);
+    const eighth = await nextStart(8, 'baton-4 after go-4 left without releasing');
+    assert.equal(eighth.identity, 'baton-4');
+    assert.ok(Number(eighth.monoNs - term4At) / 1e6 >= TIMING.leaseMs - TIMING.retryMs, `baton waited out a Lease that was not released${context()}`);
+    assert.ok(eighth.term > sixth.term, `baton terms only grow: ${sixth.term} then ${eighth.term}`);
+
+    // 9. The Lease agrees: baton-4 holds it, and leaseTransitions counted the seven changes of holder.
     const store = new K8sStore({ url: server.url() });
     try {
       const rec = await store.read(lease);
-      assert.equal(rec?.holder, 'baton-3');
-      assert.equal(rec?.term, sixth.term);
-      assert.equal(rec?.transitions, 5, 'go-1 created it (0); five acquisitions by another holder since');
+      assert.equal(rec?.holder, 'baton-4');
+      assert.equal(rec?.term, eighth.term);
+      assert.equal(rec?.transitions, 7, 'go-1 created it (0); seven acquisitions by another holder since');
     } finally {
       await store.close();
     }
     assertNoOverlap(readChildLog(log), gone);
-    b3.signal('SIGTERM');
-    await b3.waitForExit(5_000);
+    b4.signal('SIGTERM');
+    await b4.waitForExit(5_000);
   } finally {
     for (const p of procs) p.kill();
     await delay(100);
