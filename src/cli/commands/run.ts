@@ -126,6 +126,12 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       }
       if (outcome.kind === 'lost') {
         await stopping;
+        // Lost because the store refuses this account something for good (a Role without
+        // update): that, not a lost lease, is the answer (78), with or without --keep-running.
+        if (!interrupted && giveUp.signal.reason instanceof InvalidConfigError) {
+          await elector.stop();
+          throw giveUp.signal.reason;
+        }
         if (interrupted || !o.keepRunning) return interrupted ? signalExitCode(interrupted) : ExitCode.tempFail;
         pauseMs = 0;
         continue;

@@ -125,7 +125,12 @@ export class KubeClient {
         if (res.statusCode !== 200) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => finish(new StoreUnavailableError(`k8s: ${this.where}: watch answered ${res.statusCode}: ${statusMessage(chunks)}`)));
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            // Refused for good (credentials, RBAC): the caller decides what that means.
+            if (status === 401 || status === 403) return finish(new WatchRefusedError({ status, body: parseBody(chunks) }), true);
+            finish(new StoreUnavailableError(`k8s: ${this.where}: watch answered ${status}: ${statusMessage(chunks)}`));
+          });
           res.on('error', (err) => finish(err));
           return;
         }
@@ -188,6 +193,22 @@ export class KubeClient {
     let text = err instanceof AggregateError && !err.message ? [...new Set(err.errors.map((x) => errorMessage(x)))].join('; ') : errorMessage(err);
     if (!text && e?.code) text = e.code;
     return new StoreUnavailableError(`k8s: ${this.where}: ${method} ${path.split('?')[0]}: ${text || 'connection failed'}`, { cause: err });
+  }
+}
+
+/** WatchRefusedError is a watch the server answered 401 or 403 (see LeaseWatch). */
+export class WatchRefusedError extends Error {
+  constructor(readonly response: KubeResponse) {
+    super(`watch answered ${response.status}`);
+    this.name = 'WatchRefusedError';
+  }
+}
+
+function parseBody(chunks: Buffer[]): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return undefined;
   }
 }
 

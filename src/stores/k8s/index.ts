@@ -78,6 +78,8 @@ export class K8sStore implements LeaseStore {
   private readonly client: KubeClient;
   private readonly leasesPath: string;
   private readonly onError: (err: BatonError) => void;
+  /** A configuration error a watch met (see watch): every later call fails with it. */
+  private refused?: InvalidConfigError;
   /** The last object seen per Lease name, so a renewal need not read before its PUT. */
   private readonly seen = new Map<string, Lease>();
   /** Per Lease name, the floor versions this handle last lost to: a refused hint, a floor read (see raiseFloor). */
@@ -187,11 +189,19 @@ export class K8sStore implements LeaseStore {
         name,
         watchTimeoutMs: this.tuning.watchTimeoutMs,
         requestTimeoutMs: this.tuning.requestTimeoutMs,
+        refused: (res, method) => this.failure(res, method, 'leases'),
         onChange: (lease) => {
           if (lease) this.remember(name, lease);
           this.deliver(name, lease === undefined ? undefined : lease === null ? null : toRecord(lease, lock));
         },
-        onError: (err) => this.onError(err instanceof BatonError ? err : new StoreUnavailableError(`k8s: ${this.client.where}: watch: ${String(err)}`)),
+        onError: (err) => {
+          const e = err instanceof BatonError ? err : new StoreUnavailableError(`k8s: ${this.client.where}: watch: ${String(err)}`);
+          // A watch the server refuses (401, 403: RBAC without list or watch) will never work:
+          // the handle's next call fails with it, so the elector and the CLI hear of it at once
+          // instead of waiting on a feed that never comes.
+          if (e instanceof InvalidConfigError) this.refused ??= e;
+          this.onError(e);
+        },
       });
       entry = { watch, listeners };
       this.watches.set(name, entry);
@@ -324,6 +334,7 @@ export class K8sStore implements LeaseStore {
 
   private async call(method: string, path: string, body?: unknown): Promise<KubeResponse> {
     if (this.closed) throw new StoreClosedError('k8s');
+    if (this.refused) throw this.refused;
     try {
       return await this.client.request(method, path, body);
     } catch (err) {

@@ -10,7 +10,7 @@
  * `undefined` (read it yourself; the elector polls meanwhile), and are told again with the
  * listed record once a new stream is open.
  */
-import type { KubeClient, WatchEvent } from './client.js';
+import { WatchRefusedError, type KubeClient, type KubeResponse, type WatchEvent } from './client.js';
 import type { Lease, LeaseList } from './codec.js';
 
 /** LeaseWatchOptions wires one watch to its store. */
@@ -25,6 +25,8 @@ export interface LeaseWatchOptions {
   onChange(lease: Lease | null | undefined): void;
   /** A failure of the watch (reported, never thrown). */
   onError(err: unknown): void;
+  /** The error for a list or watch the server refused (401, 403), as the store words it. */
+  refused(res: KubeResponse, method: string): Error;
 }
 
 const FIRST_RETRY_MS = 100;
@@ -67,6 +69,7 @@ export class LeaseWatch {
       try {
         if (this.version === undefined) {
           const res = await this.o.client.request('GET', `${this.o.leasesPath}?${selector}`);
+          if (res.status === 401 || res.status === 403) throw this.o.refused(res, 'LIST');
           if (res.status !== 200) throw new Error(`list answered ${res.status}`);
           const list = res.body as unknown as LeaseList;
           this.version = list.metadata?.resourceVersion;
@@ -89,6 +92,7 @@ export class LeaseWatch {
           this.version = undefined; // list again at once: the list tells the listeners
           continue;
         }
+        if (err instanceof WatchRefusedError) err = this.o.refused(err.response, 'WATCH');
         const wasLive = this.liveNow;
         this.liveNow = false;
         // Events may be missed from now on: list afresh before the next watch.
