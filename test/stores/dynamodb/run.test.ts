@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runThreeCandidateScenario } from '../../harness/run-scenario.js';
-import { startDynalite } from './dynalite.js';
+import { startDynalite } from './servers.js';
 
 // Three real `baton run` processes against a real dynalite (needs the build: bin/baton.js); the
 // children inherit the loopback AWS environment set by ./dynalite.js.
