@@ -138,12 +138,39 @@ describe('reconcileGroup', () => {
     for (const id of ids) fake.instance(id).tags.set(TAG, group);
     fake.deny('DeleteTags', [ids[2]!]);
     try {
-      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && /UnauthorizedOperation/.test(err.message));
+      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && new RegExp(`^aws: DeleteTags app:isLeader on instances? .*${ids[2]}.*: UnauthorizedOperation`).test(err.message));
     } finally {
       fake.allow('DeleteTags');
     }
     assert.deepEqual(taggedFor(group), ids, 'nothing removed: the one request naming the denied instance failed as a whole');
   });
+});
+
+test('a refused or unreachable call is one line naming the call and the resource: AccessDenied 78, unreachable 69', async () => {
+  const { group } = newGroup(1);
+  fake.deny('DescribeAutoScalingGroups');
+  try {
+    await assert.rejects(reconcile(group), (err: unknown) => {
+      assert.ok(err instanceof AwsRequestError);
+      assert.equal(exitCodeFor(err), 78);
+      assert.match(err.message, new RegExp(`^aws: DescribeAutoScalingGroups for group "${group}": AccessDenied: [^\\n]*$`));
+      return true;
+    });
+  } finally {
+    fake.allow('DescribeAutoScalingGroups');
+  }
+  // Two attempts, both answered 500: the SDK's retry is spent, AWS counts as unavailable.
+  fake.failNext('DescribeTags', 'InternalError', { status: 500, times: 2 });
+  const twoAttempts = connectAws({ region: fake.region, maxAttempts: 2 });
+  try {
+    await assert.rejects(reconcileGroup(twoAttempts, group, { tag: TAG }), (err: unknown) => {
+      assert.equal(exitCodeFor(err), 69);
+      assert.match((err as Error).message, /^aws: DescribeTags for app:isLeader[^\n]*: InternalError/);
+      return true;
+    });
+  } finally {
+    twoAttempts.close();
+  }
 });
 
 describe('void tags: a tag that cannot be removed does not block a new leader', () => {
