@@ -12,6 +12,7 @@ export { NatsServer } from './nats.js';
 export { MariaDBServer } from './mariadb.js';
 export { GaleraNode, GALERA_SUSPECT_TIMEOUT_MS, galeraCluster, type GaleraCluster } from './galera.js';
 export { DynaliteServer } from './dynalite.js';
+export { MotoServer, MOTO_VERSION, motoServerBin } from './moto.js';
 export { ZooKeeperServer, zooKeeperEnsemble, fourLetter } from './zookeeper.js';
 export { K8sFakeServer } from './k8s-fake.js';
 export { KubeApiServer, type KubeTestUser } from './kube-apiserver.js';

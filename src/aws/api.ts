@@ -85,7 +85,7 @@ class SdkAwsApi implements AwsApi {
 
   async findGroupOf(instanceId: string): Promise<GroupOf | null> {
     const { sdk, client } = await this.autoScaling();
-    const rows = await paginate('DescribeAutoScalingInstances', async (NextToken) => {
+    const rows = await paginate(`DescribeAutoScalingInstances for instance ${instanceId}`, async (NextToken) => {
       const out = await client.send(new sdk.DescribeAutoScalingInstancesCommand({ InstanceIds: [instanceId], MaxRecords: 50, NextToken }));
       return { items: out.AutoScalingInstances ?? [], next: out.NextToken };
     });
@@ -96,7 +96,7 @@ class SdkAwsApi implements AwsApi {
   async groupInstances(group: string): Promise<GroupInstance[] | null> {
     const { sdk, client } = await this.autoScaling();
     // A group's members come back whole inside its record; the call itself still pages (by group).
-    const groups = await paginate('DescribeAutoScalingGroups', async (NextToken) => {
+    const groups = await paginate(`DescribeAutoScalingGroups for group "${group}"`, async (NextToken) => {
       const out = await client.send(new sdk.DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [group], MaxRecords: 100, NextToken }));
       return { items: out.AutoScalingGroups ?? [], next: out.NextToken };
     });
@@ -109,7 +109,7 @@ class SdkAwsApi implements AwsApi {
 
   async groupsTagged(key: string): Promise<string[]> {
     const { sdk, client } = await this.autoScaling();
-    const groups = await paginate('DescribeAutoScalingGroups', async (NextToken) => {
+    const groups = await paginate(`DescribeAutoScalingGroups for groups tagged ${key}`, async (NextToken) => {
       const out = await client.send(
         new sdk.DescribeAutoScalingGroupsCommand({ Filters: [{ Name: 'tag-key', Values: [key] }], MaxRecords: 100, NextToken }),
       );
@@ -125,7 +125,7 @@ class SdkAwsApi implements AwsApi {
     for (const ids of batches) {
       const Filters = [{ Name: 'key', Values: [key] }, { Name: 'resource-type', Values: ['instance'] }];
       if (ids) Filters.push({ Name: 'resource-id', Values: [...ids] });
-      const page = await paginate('DescribeTags', async (NextToken) => {
+      const page = await paginate(`DescribeTags for ${key}${ids ? ` on ${instancesNamed(ids)}` : ''}`, async (NextToken) => {
         const out = await client.send(new sdk.DescribeTagsCommand({ Filters, MaxResults: 1000, NextToken }));
         return { items: out.Tags ?? [], next: out.NextToken };
       });
@@ -139,20 +139,20 @@ class SdkAwsApi implements AwsApi {
   async addTag(instanceIds: readonly string[], key: string, value: string): Promise<void> {
     const { sdk, client } = await this.ec2Client();
     for (const ids of chunks(instanceIds, TAG_BATCH)) {
-      await awsCall('CreateTags', () => client.send(new sdk.CreateTagsCommand({ Resources: ids, Tags: [{ Key: key, Value: value }] })));
+      await awsCall(`CreateTags ${key} on ${instancesNamed(ids)}`, () => client.send(new sdk.CreateTagsCommand({ Resources: ids, Tags: [{ Key: key, Value: value }] })));
     }
   }
 
   async removeTag(instanceIds: readonly string[], key: string): Promise<void> {
     const { sdk, client } = await this.ec2Client();
     for (const ids of chunks(instanceIds, TAG_BATCH)) {
-      await awsCall('DeleteTags', () => client.send(new sdk.DeleteTagsCommand({ Resources: ids, Tags: [{ Key: key }] })));
+      await awsCall(`DeleteTags ${key} on ${instancesNamed(ids)}`, () => client.send(new sdk.DeleteTagsCommand({ Resources: ids, Tags: [{ Key: key }] })));
     }
   }
 
   async completeLifecycleAction(a: { group: string; hook: string; instanceId: string; result?: 'CONTINUE' | 'ABANDON' }): Promise<void> {
     const { sdk, client } = await this.autoScaling();
-    await awsCall('CompleteLifecycleAction', () =>
+    await awsCall(`CompleteLifecycleAction for ${a.instanceId} (group "${a.group}", hook "${a.hook}")`, () =>
       client.send(
         new sdk.CompleteLifecycleActionCommand({
           AutoScalingGroupName: a.group,
@@ -187,6 +187,12 @@ export async function paginate<T>(operation: string, page: (next: string | undef
     next = out.next;
   }
   throw new AwsUnavailableError(`aws: ${operation}: more than ${MAX_PAGES} pages`);
+}
+
+/** instancesNamed names the instances of a call in an error line: the first three and how many more. */
+function instancesNamed(ids: readonly string[]): string {
+  const more = ids.length > 3 ? ` and ${ids.length - 3} more` : '';
+  return `${ids.length === 1 ? 'instance' : 'instances'} ${ids.slice(0, 3).join(', ')}${more}`;
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {

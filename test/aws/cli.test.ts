@@ -69,7 +69,7 @@ test('exit 69 with one line on stderr when AWS or instance metadata cannot be re
   const closed = await AwsFake.closedEndpoint();
   const api = await isLeader('i-0bbb', ['--strategy', 'asg-lowest'], { AWS_ENDPOINT_URL_AUTO_SCALING: closed, AWS_MAX_ATTEMPTS: '2' });
   assert.equal(api.code, 69);
-  assert.match(api.stderr, /^baton: aws: DescribeAutoScalingInstances: .*\n$/);
+  assert.match(api.stderr, /^baton: aws: DescribeAutoScalingInstances for instance i-0bbb: .*\n$/);
   const md = await isLeader('i-0bbb', ['--strategy', 'asg-tag'], { AWS_EC2_METADATA_SERVICE_ENDPOINT: closed });
   assert.equal(md.code, 69);
   assert.equal(md.stderr, `baton: aws: instance metadata at ${closed} cannot be reached (ECONNREFUSED)\n`);

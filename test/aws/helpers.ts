@@ -7,14 +7,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { AwsFake } from '../harness/aws-fake.js';
+import { FakeWorld, useInProcess } from './worlds.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BATON = join(ROOT, 'bin', 'baton.js');
 
 /** useFakeInProcess points this process's AWS SDK clients at the fake (no instance metadata). */
-export async function useFakeInProcess(fake: AwsFake): Promise<void> {
-  for (const k of Object.keys(process.env)) if (k.startsWith('AWS_') || k.startsWith('BATON_')) delete process.env[k];
-  Object.assign(process.env, await fake.env(), { AWS_REGION: fake.region, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+export function useFakeInProcess(fake: AwsFake): Promise<void> {
+  return useInProcess(new FakeWorld(fake));
 }
 
 /** CliRun is a finished CLI process. */
@@ -66,29 +66,37 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
   }
 }
 
-/** snsEvent is the Lambda event SNS delivers for one Auto Scaling notification. */
+/**
+ * snsEvent is the Lambda event SNS delivers for one Auto Scaling notification, with the message
+ * body Auto Scaling sends for `event`: a launch or terminate activity (…_ERROR alike), or the
+ * short body of the TEST_NOTIFICATION sent when notifications are configured.
+ */
 export function snsEvent(group: string, event = 'autoscaling:EC2_INSTANCE_LAUNCH', instanceId = 'i-0000000000000000f'): unknown {
-  const message = {
-    Origin: 'EC2',
-    Destination: 'AutoScalingGroup',
-    Progress: 50,
-    AccountId: '123456789012',
-    Description: `Launching a new EC2 instance: ${instanceId}`,
-    RequestId: '5e0b2f0b-0000-0000-0000-000000000000',
-    EndTime: '2024-06-01T10:00:05.000Z',
-    AutoScalingGroupARN: `arn:aws:autoscaling:eu-west-3:123456789012:autoScalingGroup:0:autoScalingGroupName/${group}`,
-    ActivityId: '5e0b2f0b-0000-0000-0000-000000000000',
-    StartTime: '2024-06-01T10:00:00.000Z',
-    Service: 'AWS Auto Scaling',
-    Time: '2024-06-01T10:00:05.000Z',
-    EC2InstanceId: instanceId,
-    StatusCode: 'InProgress',
-    StatusMessage: '',
-    Details: { 'Subnet ID': 'subnet-0', 'Availability Zone': 'eu-west-3a' },
-    AutoScalingGroupName: group,
-    Cause: 'At 2024-06-01T10:00:00Z an instance was started in response to a difference between desired and actual capacity.',
-    Event: event,
-  };
+  const groupArn = `arn:aws:autoscaling:eu-west-3:123456789012:autoScalingGroup:0:autoScalingGroupName/${group}`;
+  const launching = event.startsWith('autoscaling:EC2_INSTANCE_LAUNCH');
+  const message = event === 'autoscaling:TEST_NOTIFICATION'
+    ? { AccountId: '123456789012', RequestId: '5e0b2f0b-0000-0000-0000-000000000001', AutoScalingGroupARN: groupArn, AutoScalingGroupName: group, Service: 'AWS Auto Scaling', Event: event, Time: '2024-06-01T09:59:00.000Z' }
+    : {
+        Origin: launching ? 'EC2' : 'AutoScalingGroup',
+        Destination: launching ? 'AutoScalingGroup' : 'EC2',
+        Progress: 50,
+        AccountId: '123456789012',
+        Description: `${launching ? 'Launching a new' : 'Terminating'} EC2 instance: ${instanceId}`,
+        RequestId: '5e0b2f0b-0000-0000-0000-000000000000',
+        EndTime: '2024-06-01T10:00:05.000Z',
+        AutoScalingGroupARN: groupArn,
+        ActivityId: '5e0b2f0b-0000-0000-0000-000000000000',
+        StartTime: '2024-06-01T10:00:00.000Z',
+        Service: 'AWS Auto Scaling',
+        Time: '2024-06-01T10:00:05.000Z',
+        EC2InstanceId: instanceId,
+        StatusCode: 'InProgress',
+        StatusMessage: '',
+        Details: { 'Subnet ID': 'subnet-0', 'Availability Zone': 'eu-west-3a' },
+        AutoScalingGroupName: group,
+        Cause: `At 2024-06-01T10:00:00Z an instance was ${launching ? 'started' : 'taken out of service'} in response to a difference between desired and actual capacity.`,
+        Event: event,
+      };
   return {
     Records: [
       {
@@ -99,9 +107,13 @@ export function snsEvent(group: string, event = 'autoscaling:EC2_INSTANCE_LAUNCH
           Type: 'Notification',
           MessageId: '95df01b4-0000-0000-0000-000000000000',
           TopicArn: 'arn:aws:sns:eu-west-3:123456789012:asg-events',
-          Subject: `Auto Scaling: launch for group "${group}"`,
+          Subject: `Auto Scaling: ${event.replace('autoscaling:', '')} for group "${group}"`,
           Message: JSON.stringify(message),
           Timestamp: '2024-06-01T10:00:05.000Z',
+          SignatureVersion: '1',
+          Signature: 'EXAMPLE',
+          SigningCertUrl: 'https://sns.eu-west-3.amazonaws.com/SimpleNotificationService-0000000000000000000000000000000.pem',
+          UnsubscribeUrl: 'https://sns.eu-west-3.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=arn:aws:sns:eu-west-3:123456789012:asg-events:0',
           MessageAttributes: {},
         },
       },

@@ -29,25 +29,6 @@ test('groupsInEvent reads SNS Auto Scaling notifications and EventBridge events,
   assert.deepEqual(groupsInEvent(null), []);
 });
 
-test('a launch notification into a group that went to zero elects a leader (seed 004)', async () => {
-  fake.createGroup('nightly');
-  const [a, b] = fake.launch('nightly', 2);
-  await handler()(snsEvent('nightly'));
-  assert.deepEqual(fake.tagged(TAG, 'nightly'), [a]);
-  // Night: everything is terminated; the terminate notifications arrive.
-  fake.terminate(a!);
-  fake.terminate(b!);
-  const night = await handler()(snsEvent('nightly', 'autoscaling:EC2_INSTANCE_TERMINATE', a));
-  assert.equal(night.groups[0]!.leader, null);
-  assert.deepEqual(fake.tagged(TAG, 'nightly'), []);
-  // Morning: new instances, no previous leader anywhere.
-  const [c] = fake.launch('nightly', 2);
-  const morning = await handler()(snsEvent('nightly', 'autoscaling:EC2_INSTANCE_LAUNCH', c));
-  assert.equal(morning.trigger, 'notification');
-  assert.equal(morning.groups[0]!.leader, c);
-  assert.deepEqual(fake.tagged(TAG, 'nightly'), [c]);
-});
-
 test('the exported handler works as Lambda calls it (env only), for every notification type', async () => {
   fake.createGroup('api');
   const [first] = fake.launch('api', 3);

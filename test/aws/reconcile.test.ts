@@ -1,30 +1,33 @@
 /**
- * The leader-tag reconciler against AwsFake (test/harness/aws-fake.ts) — a stateful fake of the
- * Auto Scaling and EC2 Query APIs, because no AWS emulator can run here. baton's code and the
- * real AWS SDK v3 run unchanged; only the endpoints (AWS_ENDPOINT_URL_*) point at the fake.
+ * The leader-tag reconciler against AwsFake (test/harness/aws-fake.ts), the project's stateful
+ * fake of the Auto Scaling and EC2 Query APIs: the shared scenarios (test/aws/scenarios.ts, also
+ * run on moto by reconcile-moto.test.ts), then what only the fake can show — Pending and
+ * Terminating:Wait members, throttling, paging, refused and denied calls, held calls that force
+ * an interleaving, and "never two tagged, even for a moment". baton's code and the real AWS SDK
+ * v3 run unchanged; only the endpoints (AWS_ENDPOINT_URL_*) point at the fake.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
-import { AwsFake } from '../harness/aws-fake.js';
 import { connectAws, type AwsApi } from '../../src/aws/api.js';
 import { reconcileGroup } from '../../src/aws/reconcile.js';
 import { AwsRequestError } from '../../src/aws/errors.js';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { useFakeInProcess } from './helpers.js';
+import { awsScenarios } from './scenarios.js';
+import { FakeWorld } from './worlds.js';
 
 const TAG = 'app:isLeader';
-let fake: AwsFake;
+const world = await FakeWorld.start();
+const fake = world.fake;
 let api: AwsApi;
 
+awsScenarios(world);
+
 before(async () => {
-  fake = await AwsFake.start();
   await useFakeInProcess(fake);
   api = connectAws({ region: fake.region });
 });
-after(async () => {
-  api.close();
-  await fake.stop();
-});
+after(() => api.close());
 
 let n = 0;
 function newGroup(size: number, ids?: string[]): { group: string; ids: string[] } {
@@ -44,50 +47,12 @@ describe('reconcileGroup', () => {
     fake.maxPage = Infinity;
   });
 
-  test('tags the lowest InService instance of a new group, and is a no-op when run again', async () => {
-    const { group, ids } = newGroup(3, ['i-0c', 'i-0a', 'i-0b']);
-    const r = await reconcile(group);
-    assert.equal(r.leader, 'i-0a');
-    assert.equal(r.added, 'i-0a');
-    assert.deepEqual(taggedFor(group), ['i-0a']);
-    assert.equal(fake.instance('i-0a').tags.get(TAG), group, 'the tag value names the group');
-    const again = await reconcile(group);
-    assert.deepEqual({ leader: again.leader, added: again.added, removed: again.removed, rounds: again.rounds }, { leader: 'i-0a', added: null, removed: [], rounds: 1 });
-    assert.equal(ids.length, 3);
-  });
-
-  test('scale out keeps the current leader even when a lower id joins', async () => {
-    const { group } = newGroup(2, ['i-05', 'i-06']);
-    await reconcile(group);
-    fake.launch(group, 2, { ids: ['i-01', 'i-02'] });
-    const r = await reconcile(group);
-    assert.equal(r.leader, 'i-05');
-    assert.deepEqual(taggedFor(group), ['i-05']);
-  });
-
-  test('leader terminated: the tag moves to the lowest remaining candidate and leaves the dead instance', async () => {
-    const { group } = newGroup(3, ['i-11', 'i-12', 'i-13']);
-    await reconcile(group);
-    fake.terminate('i-11');
-    assert.deepEqual(taggedFor(group), ['i-11'], 'AWS keeps tags on terminated instances');
-    const r = await reconcile(group);
-    assert.equal(r.leader, 'i-12');
-    assert.deepEqual(r.removed, ['i-11']);
-    assert.deepEqual(taggedFor(group), ['i-12']);
-  });
-
-  test('a leader going Terminating:Wait or Standby, or turning Unhealthy, loses the tag', async () => {
-    const { group } = newGroup(4, ['i-21', 'i-22', 'i-23', 'i-24']);
+  test('a leader going Terminating:Wait loses the tag (Standby and Unhealthy: test/aws/scenarios.ts)', async () => {
+    const { group } = newGroup(2, ['i-21', 'i-22']);
     await reconcile(group);
     fake.instance('i-21').lifecycle = 'Terminating:Wait';
     assert.equal((await reconcile(group)).leader, 'i-22');
-    fake.instance('i-22').lifecycle = 'Standby';
-    assert.equal((await reconcile(group)).leader, 'i-23');
-    fake.instance('i-23').healthy = false;
-    assert.equal((await reconcile(group)).leader, 'i-24');
-    assert.deepEqual(taggedFor(group), ['i-24']);
-    fake.instance('i-22').lifecycle = 'InService';
-    assert.equal((await reconcile(group)).leader, 'i-24', 'an instance back from Standby does not take over');
+    assert.deepEqual(taggedFor(group), ['i-22']);
   });
 
   test('Pending instances are never chosen', async () => {
@@ -98,30 +63,6 @@ describe('reconcileGroup', () => {
     assert.deepEqual(taggedFor(group), []);
     fake.instance('i-32').lifecycle = 'InService';
     assert.equal((await reconcile(group)).leader, 'i-32');
-  });
-
-  test('all instances terminated, then new ones launched: the group gets a leader again (seed 004)', async () => {
-    const { group, ids } = newGroup(2, ['i-41', 'i-42']);
-    await reconcile(group);
-    for (const id of ids) fake.terminate(id);
-    const empty = await reconcile(group);
-    assert.equal(empty.leader, null);
-    assert.equal(empty.candidates, 0);
-    assert.deepEqual(taggedFor(group), [], 'no tag survives on the terminated instances');
-    fake.launch(group, 2, { ids: ['i-44', 'i-43'] });
-    const r = await reconcile(group);
-    assert.equal(r.leader, 'i-43');
-    assert.deepEqual(taggedFor(group), ['i-43']);
-  });
-
-  test('a tag propagated to every instance (value "true") is cut down to one', async () => {
-    const { group, ids } = newGroup(5);
-    for (const id of ids) fake.instance(id).tags.set(TAG, 'true');
-    const r = await reconcile(group);
-    assert.equal(r.leader, ids[0]);
-    assert.deepEqual(fake.tagged(TAG).filter((id) => ids.includes(id)), [ids[0]]);
-    assert.equal(r.removed.length, 4);
-    assert.equal(fake.instance(ids[0]!).tags.get(TAG), group, 'the kept tag now names the group');
   });
 
   test('an instance moved from another group keeps leading its new group, relabelled', async () => {
@@ -135,19 +76,6 @@ describe('reconcileGroup', () => {
     assert.deepEqual(taggedFor(b), ['i-0e1']);
     assert.equal((await reconcile(a)).leader, null);
     assert.deepEqual(taggedFor(b), ['i-0e1'], 'a\'s reconciler no longer claims it');
-  });
-
-  test('a group that does not exist: tags naming it are removed, nothing else is touched', async () => {
-    const { group: other } = newGroup(1);
-    await reconcile(other);
-    const { group, ids } = newGroup(1);
-    fake.instance(ids[0]!).tags.set(TAG, group);
-    fake.groups.delete(group);
-    fake.instance(ids[0]!).group = null;
-    const r = await reconcile(group);
-    assert.equal(r.exists, false);
-    assert.deepEqual(taggedFor(group), []);
-    assert.equal(taggedFor(other).length, 1, 'another group\'s leader keeps its tag');
   });
 
   test('throttling: Throttling / RequestLimitExceeded answers are retried with backoff', async () => {
@@ -210,12 +138,39 @@ describe('reconcileGroup', () => {
     for (const id of ids) fake.instance(id).tags.set(TAG, group);
     fake.deny('DeleteTags', [ids[2]!]);
     try {
-      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && /UnauthorizedOperation/.test(err.message));
+      await assert.rejects(reconcile(group), (err: unknown) => err instanceof AwsRequestError && exitCodeFor(err) === 78 && new RegExp(`^aws: DeleteTags app:isLeader on instances? .*${ids[2]}.*: UnauthorizedOperation`).test(err.message));
     } finally {
       fake.allow('DeleteTags');
     }
     assert.deepEqual(taggedFor(group), ids, 'nothing removed: the one request naming the denied instance failed as a whole');
   });
+});
+
+test('a refused or unreachable call is one line naming the call and the resource: AccessDenied 78, unreachable 69', async () => {
+  const { group } = newGroup(1);
+  fake.deny('DescribeAutoScalingGroups');
+  try {
+    await assert.rejects(reconcile(group), (err: unknown) => {
+      assert.ok(err instanceof AwsRequestError);
+      assert.equal(exitCodeFor(err), 78);
+      assert.match(err.message, new RegExp(`^aws: DescribeAutoScalingGroups for group "${group}": AccessDenied: [^\\n]*$`));
+      return true;
+    });
+  } finally {
+    fake.allow('DescribeAutoScalingGroups');
+  }
+  // Two attempts, both answered 500: the SDK's retry is spent, AWS counts as unavailable.
+  fake.failNext('DescribeTags', 'InternalError', { status: 500, times: 2 });
+  const twoAttempts = connectAws({ region: fake.region, maxAttempts: 2 });
+  try {
+    await assert.rejects(reconcileGroup(twoAttempts, group, { tag: TAG }), (err: unknown) => {
+      assert.equal(exitCodeFor(err), 69);
+      assert.match((err as Error).message, /^aws: DescribeTags for app:isLeader[^\n]*: InternalError/);
+      return true;
+    });
+  } finally {
+    twoAttempts.close();
+  }
 });
 
 describe('void tags: a tag that cannot be removed does not block a new leader', () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AwsFake } from '../../harness/aws-fake.js';
 import { BatonChild, runBaton, waitFor } from '../../aws/helpers.js';
-import { startDynalite } from './dynalite.js';
+import { startDynalite } from './servers.js';
 
 const server = await startDynalite();
 let fake: AwsFake;

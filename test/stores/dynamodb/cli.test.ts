@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TempDir, cleanEnv, lines, runCli } from '../../harness/cli.js';
 import { freePort } from '../../../infra/servers/index.js';
-import { startDynalite } from './dynalite.js';
+import { startDynalite } from './servers.js';
 
 const server = await startDynalite();
 const dir = new TempDir();

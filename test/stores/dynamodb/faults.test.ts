@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PartitionProxy } from '../../../infra/proxy.js';
 import { openDynamoStore } from '../../../src/stores/dynamodb/index.js';
 import { Candidates, faultTiming, recordEscapes, uniqueLock } from '../../../src/testing/index.js';
-import { startDynalite } from './dynalite.js';
+import { startDynalite } from './servers.js';
 
 const server = await startDynalite();
 const escapes = recordEscapes();

@@ -1,18 +1,3 @@
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { runThreeCandidateScenario } from '../../harness/run-scenario.js';
-import { startDynalite } from './dynalite.js';
+import { dynamoRunScenario } from './run.js';
 
-// Three real `baton run` processes against a real dynalite (needs the build: bin/baton.js); the
-// children inherit the loopback AWS environment set by ./dynalite.js.
-const server = await startDynalite();
-
-test('dynamodb: three candidates under baton run: SIGKILL fails over after the lease, SIGTERM hands over at once', async () => {
-  // A request timeout inside the scenario's 1.5 s renew deadline (the default, 5 s an attempt, is
-  // for default timing): a request lost on a dropped connection then costs a standby one second,
-  // not the SDK's three attempts of five.
-  const r = await runThreeCandidateScenario({ storeUrl: `${server.url('baton')}&timeout=1000`, name: 'dynamodb' });
-  assert.deepEqual([...r.terms].sort((a, b) => a - b), r.terms);
-  assert.equal(new Set(r.terms).size, r.terms.length, 'every leadership has its own term');
-  process.stdout.write(`# dynamodb scenario: crash failover ${r.crashFailoverMs.toFixed(0)} ms, graceful handover ${r.gracefulHandoverMs.toFixed(0)} ms\n`);
-});
+await dynamoRunScenario('dynalite');

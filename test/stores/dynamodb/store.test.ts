@@ -13,7 +13,7 @@ import { parseStoreUrl } from '../../../src/stores/registry.js';
 import { openDynamoStore, parseDynamoUrl } from '../../../src/stores/dynamodb/index.js';
 import { loadDynamoSdk } from '../../../src/stores/dynamodb/sdk.js';
 import { acquireWrite, keepWrite } from '../../../src/testing/conformance/context.js';
-import { openOn, startDynalite } from './dynalite.js';
+import { openOn, startDynalite } from './servers.js';
 
 const server = await startDynalite();
 const client = new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1' });

@@ -1,0 +1,3 @@
+import { dynamoRunScenario } from './run.js';
+
+await dynamoRunScenario('moto');
