@@ -1,0 +1,79 @@
+/**
+ * The back-off after a step-down for hung work (issue 28): an instance whose work stopped
+ * reporting progress, or failed its health check, waits before campaigning again, and waits
+ * longer each time it happens again in a row. If the work hangs on every instance (a downstream
+ * that is down for everyone), leadership then changes hands ever more slowly instead of
+ * bouncing around the fleet every few seconds.
+ *
+ * The wait after the n-th hang in a row is `min(HANG_BACKOFF_MAX_MS, base × 2^(n−1))`, where
+ * base is the progress timeout (or the health check's interval × failures), at least one
+ * second. The streak starts over when a term ends for any other reason, or when a hung term had
+ * led for longer than HANG_BACKOFF_MAX_MS (its work made progress for a long time first).
+ */
+
+/** HANG_BACKOFF_MAX_MS: the longest wait after a hung term (10 minutes). */
+export const HANG_BACKOFF_MAX_MS = 10 * 60 * 1000;
+
+/** HANG_BACKOFF_MIN_BASE_MS: the first wait is never shorter than this (1 second). */
+export const HANG_BACKOFF_MIN_BASE_MS = 1000;
+
+/** hangBackoffMs is the wait after the `streak`-th hung term in a row (streak ≥ 1). */
+export function hangBackoffMs(baseMs: number, streak: number, maxMs = HANG_BACKOFF_MAX_MS): number {
+  const base = Math.max(HANG_BACKOFF_MIN_BASE_MS, baseMs);
+  const exponent = Math.min(Math.max(0, streak - 1), 30);
+  return Math.min(maxMs, base * 2 ** exponent);
+}
+
+/**
+ * HangStreak counts hung terms in a row and says how long to wait after each (see above).
+ * One per candidate; `hung` after a hung term, `healthy` after a term that ended otherwise.
+ */
+export class HangStreak {
+  private streak = 0;
+
+  constructor(
+    private readonly baseMs: number,
+    private readonly maxMs = HANG_BACKOFF_MAX_MS,
+  ) {}
+
+  /** hung records a hung term that led for `ledMs` and returns how long to wait now. */
+  hung(ledMs: number): number {
+    this.streak = ledMs > this.maxMs ? 1 : this.streak + 1;
+    return hangBackoffMs(this.baseMs, this.streak, this.maxMs);
+  }
+
+  /** healthy starts the streak over: the last term did not end hung. */
+  healthy(): void {
+    this.streak = 0;
+  }
+
+  /** count is the number of hung terms in a row so far. */
+  get count(): number {
+    return this.streak;
+  }
+}
+
+/**
+ * LastStepDown is what a leader that stepped down on purpose writes into its released record's
+ * metadata (key `lastStepDown`), and what every later holder carries forward, so `baton status`
+ * can say why the last leader stepped down even after another instance took over.
+ */
+export interface LastStepDown {
+  readonly holder: string;
+  readonly term: number;
+  /** The StopReason: 'hung' for hung work. */
+  readonly reason: string;
+  /** Said by the one that stepped down (e.g. "no heartbeat within 10s"). */
+  readonly note?: string;
+  /** Wall-clock time of the step-down (ISO 8601), for people only. */
+  readonly at: string;
+  /** How long it waits before campaigning again, if it does. */
+  readonly backoffMs?: number;
+}
+
+/** lastStepDownOf reads a record's `lastStepDown` metadata, if it has a well-formed one. */
+export function lastStepDownOf(metadata: Record<string, unknown>): LastStepDown | undefined {
+  const v = metadata.lastStepDown as Partial<LastStepDown> | undefined;
+  if (!v || typeof v !== 'object' || typeof v.holder !== 'string' || typeof v.term !== 'number' || typeof v.reason !== 'string' || typeof v.at !== 'string') return undefined;
+  return v as LastStepDown;
+}
