@@ -8,9 +8,10 @@ import { examples } from '../help.js';
 import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
 import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
+import type { LastStepDown } from '../../core/hang-backoff.js';
 
 const STATUS_FIELDS = [
-  'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
+  'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version', 'lastStepDown',
 ] as const satisfies readonly (keyof LeaseView)[];
 
 /** LockStatus is the JSON `baton status --json` prints per lock: the lease view's fields it has always printed. */
@@ -113,9 +114,15 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
             (deadPids.get(s.lock) ? `; pid ${deadPids.get(s.lock)} is not running on this host: the lease is no longer renewed and runs out in ${formatDuration(s.expiresInMs ?? 0)}` : '')
         : `${s.lock}: free (last term ${s.term}; ${transitions(s.transitions)})`,
     );
+    if (s.lastStepDown) lines.push(`  last step-down: ${describeStepDown(s.lastStepDown)}`);
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;
+}
+
+/** describeStepDown is one line: who stepped down from which term, when, why, and for how long. */
+function describeStepDown(d: LastStepDown): string {
+  return `${d.holder} (term ${d.term}) at ${d.at}: ${d.reason}${d.note ? ` (${d.note})` : ''}${d.backoffMs !== undefined ? `; backed off ${formatDuration(d.backoffMs)}` : ''}`;
 }
 
 function transitions(n: number): string {
