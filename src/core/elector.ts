@@ -13,7 +13,7 @@ import { decideClaim } from './claim-decision.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
-import { HangStreak, lastStepDownOf, type LastStepDown } from './hang-backoff.js';
+import { HangStreak, recordStepDown } from './hang-backoff.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
@@ -89,8 +89,6 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** The pending "no progress" timer of the current leadership, and the leadership it is for. */
   private progress?: { timer: TimerHandle; l: Leadership; sinceMs: number };
   private readonly hangStreak?: HangStreak;
-  /** Written into the next release's metadata as `lastStepDown` (a step-down on purpose). */
-  private releaseNote?: LastStepDown;
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -184,16 +182,16 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
    * resign gives up leadership (if held) and releases the lease, then campaigns again after a
    * retry period (a standby likely wins first). With `reason: 'hung'` (a runner that stopped its
    * hung work first, like `baton run --progress-timeout`), `stopped` says 'hung' with `note`,
-   * the released record keeps why in its metadata (`lastStepDown`), and the candidate waits
+   * the store's ledger keeps why (core/hang-backoff.ts's LastStepDown), and the candidate waits
    * `holdOffMs` before campaigning again.
    */
   async resign(options: { reason?: 'hung'; note?: string; holdOffMs?: number } = {}): Promise<void> {
     const l = this.leading();
     if (!l) return;
     this.holdOff(options.holdOffMs);
-    if (options.reason === 'hung') this.noteRelease(l, 'hung', options.note, options.holdOffMs);
     this.stepDown(options.reason ?? 'resigned', options.note);
     await this.release(l.record).catch((err) => this.reportError(err));
+    if (options.reason === 'hung') await this.recordHung(l, options.note, options.holdOffMs);
     this.observed = undefined;
   }
 
@@ -368,10 +366,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   }
 
   private acquisition(prior: LeaseRecord | null): LeaseWrite {
-    // Why the last leader stepped down (if it said) stays in the record for `baton status`.
-    const last = prior && lastStepDownOf(prior.metadata);
-    const metadata = last ? { ...this.metadata, lastStepDown: last } : this.metadata;
-    return acquisitionWrite(this.identity, this.timing.leaseDurationMs, this.clock.wallMs(), prior, metadata);
+    return acquisitionWrite(this.identity, this.timing.leaseDurationMs, this.clock.wallMs(), prior, this.metadata);
   }
 
   /** electedEvent is the `elected` payload of leadership `l`. */
@@ -397,21 +392,22 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const backoffMs = this.hangStreak!.hung(ledMs);
     const note = `no progress within ${this.progressTimeoutMs}ms`;
     this.holdOff(backoffMs);
-    this.noteRelease(l, 'hung', note, backoffMs);
     this.stepDown('hung', note);
-    this.release(l.record).catch((err) => this.reportError(err));
+    this.release(l.record)
+      .catch((err) => this.reportError(err))
+      .then(() => this.recordHung(l, note, backoffMs));
   }
 
-  /** noteRelease makes the next release of `l` say why it stepped down (metadata `lastStepDown`). */
-  private noteRelease(l: Leadership, reason: StopReason, note: string | undefined, backoffMs: number | undefined): void {
-    this.releaseNote = {
+  /** recordHung keeps why `l` ended in the store's ledger (after the release: the handover comes first). */
+  private recordHung(l: Leadership, note: string | undefined, backoffMs: number | undefined): Promise<void> {
+    return recordStepDown(this.store, this.lock, {
       holder: this.identity,
       term: l.term,
-      reason,
+      reason: 'hung',
       ...(note !== undefined ? { note } : {}),
       at: new Date(this.clock.wallMs()).toISOString(),
       ...(backoffMs !== undefined ? { backoffMs: Math.round(backoffMs) } : {}),
-    };
+    }).catch((err) => this.reportError(err));
   }
 
   /** accept leads on a won acquisition or campaign whose write was sent at `startMs` — if it still may. */
@@ -541,11 +537,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */
   private async release(record: LeaseRecord): Promise<void> {
     let expected = record;
-    const note = this.releaseNote?.term === record.term ? this.releaseNote : undefined;
-    this.releaseNote = undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const write = releaseWrite(expected, this.clock.wallMs());
-      const result = await this.store.write(this.lock, expected.revision, note ? { ...write, metadata: { ...write.metadata, lastStepDown: note } } : write);
+      const result = await this.store.write(this.lock, expected.revision, releaseWrite(expected, this.clock.wallMs()));
       if (result.ok) {
         this.observe(result.record);
         return;

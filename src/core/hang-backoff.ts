@@ -11,6 +11,8 @@
  * led for longer than HANG_BACKOFF_MAX_MS (its work made progress for a long time first).
  */
 
+import type { LeaseStore } from './store.js';
+
 /** HANG_BACKOFF_MAX_MS: the longest wait after a hung term (10 minutes). */
 export const HANG_BACKOFF_MAX_MS = 10 * 60 * 1000;
 
@@ -54,16 +56,16 @@ export class HangStreak {
 }
 
 /**
- * LastStepDown is what a leader that stepped down on purpose writes into its released record's
- * metadata (key `lastStepDown`), and what every later holder carries forward, so `baton status`
- * can say why the last leader stepped down even after another instance took over.
+ * LastStepDown is why a leader last stepped down on purpose (for hung work), kept in the store's
+ * ledger under `baton/step-down/<lock>` — not in the lease record, which some stores delete on
+ * release — so `baton status` can say it even after another instance took over.
  */
 export interface LastStepDown {
   readonly holder: string;
   readonly term: number;
   /** The StopReason: 'hung' for hung work. */
   readonly reason: string;
-  /** Said by the one that stepped down (e.g. "no heartbeat within 10s"). */
+  /** Said by the one that stepped down (e.g. "no heartbeat within …"). */
   readonly note?: string;
   /** Wall-clock time of the step-down (ISO 8601), for people only. */
   readonly at: string;
@@ -71,9 +73,46 @@ export interface LastStepDown {
   readonly backoffMs?: number;
 }
 
-/** lastStepDownOf reads a record's `lastStepDown` metadata, if it has a well-formed one. */
-export function lastStepDownOf(metadata: Record<string, unknown>): LastStepDown | undefined {
-  const v = metadata.lastStepDown as Partial<LastStepDown> | undefined;
-  if (!v || typeof v !== 'object' || typeof v.holder !== 'string' || typeof v.term !== 'number' || typeof v.reason !== 'string' || typeof v.at !== 'string') return undefined;
-  return v as LastStepDown;
+/** stepDownLedgerKey is where the last step-down of `lock` is kept. */
+export const stepDownLedgerKey = (lock: string): string => `baton/step-down/${lock}`;
+
+/** parseLastStepDown reads a ledger value, or undefined if it is not a well-formed LastStepDown. */
+export function parseLastStepDown(value: string): LastStepDown | undefined {
+  try {
+    const v = JSON.parse(value) as Partial<LastStepDown> | null;
+    if (!v || typeof v !== 'object' || typeof v.holder !== 'string' || typeof v.term !== 'number' || typeof v.reason !== 'string' || typeof v.at !== 'string') return undefined;
+    return v as LastStepDown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * recordStepDown writes `entry` as the last step-down of `lock` (best effort: a store without a
+ * ledger, or a failure, only loses the explanation). A newer term already recorded wins.
+ */
+export async function recordStepDown(store: LeaseStore, lock: string, entry: LastStepDown): Promise<void> {
+  const ledger = store.ledger;
+  if (!ledger) return;
+  const key = stepDownLedgerKey(lock);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const current = await ledger.get(key);
+    const known = current && parseLastStepDown(current.value);
+    if (known && known.term > entry.term) return;
+    const result = await ledger.put(key, current?.version ?? null, JSON.stringify(entry));
+    if (result.ok) return;
+  }
+}
+
+/** readStepDowns reads the last step-down of `lock`, or of every lock (by lock name). */
+export async function readStepDowns(store: LeaseStore, lock?: string): Promise<Map<string, LastStepDown>> {
+  const found = new Map<string, LastStepDown>();
+  if (!store.ledger) return found;
+  const entries = lock !== undefined ? [await store.ledger.get(stepDownLedgerKey(lock))] : await store.ledger.list(stepDownLedgerKey(''));
+  const prefix = stepDownLedgerKey('');
+  for (const e of entries) {
+    const v = e && parseLastStepDown(e.value);
+    if (e && v) found.set(e.key.slice(prefix.length), v);
+  }
+  return found;
 }

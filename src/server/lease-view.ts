@@ -6,7 +6,6 @@
  */
 import { hostname } from 'node:os';
 import type { LeaseRecord } from '../core/store.js';
-import { lastStepDownOf, type LastStepDown } from '../core/hang-backoff.js';
 
 /** LeaseView is a record as people and scripts see it. Times are ISO 8601; durations ms. */
 export interface LeaseView {
@@ -30,8 +29,6 @@ export interface LeaseView {
   expiresInMs: number | null;
   transitions: number;
   stepDownRequested: boolean;
-  /** Why a leader last stepped down on purpose, if one said (e.g. 'hung': docs/watchdog.md); kept by later holders. */
-  lastStepDown: LastStepDown | null;
 }
 
 /** LeaseViewOptions says how to judge a record's expiry. */
@@ -75,7 +72,6 @@ export function leaseView(record: LeaseRecord, options: LeaseViewOptions = {}): 
     expiresInMs: live ? Math.max(0, Math.round(Number.isFinite(leftMs) ? leftMs : record.renewedAt + record.leaseDurationMs - now)) : null,
     transitions: record.transitions,
     stepDownRequested: record.stepDownRequested,
-    lastStepDown: lastStepDownOf(meta) ?? null,
   };
 }
 
@@ -96,7 +92,6 @@ export function freeLeaseView(lock: string): LeaseView {
     expiresInMs: null,
     transitions: 0,
     stepDownRequested: false,
-    lastStepDown: null,
   };
 }
 

@@ -59,7 +59,7 @@ describe('baton run --progress-timeout (SQLite)', () => {
     }
   });
 
-  test('without --keep-running a hung child ends baton with 80; the record says why', async () => {
+  test('without --keep-running a hung child ends baton with 80; status says why', async () => {
     const home = new TempDir();
     const env = cleanEnv(home.path, { CHILD_LOG: home.join('log'), CHILD_MODE: 'none' });
     const store = dir.sqlite('exit.db');

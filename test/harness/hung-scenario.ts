@@ -79,7 +79,7 @@ export async function runHungScenario(options: { storeUrl: string; name: string;
     const status = await runCli(['status', '--store', options.storeUrl, '--lock', lock, '--json'], { env });
     assert.equal(status.code, 0, status.stderr);
     const view = JSON.parse(status.stdout) as { holder: string; lastStepDown: { holder: string; term: number; reason: string; note: string } };
-    assert.equal(view.holder, second.identity);
+    assert.equal(view.holder, second.identity, status.stdout);
     assert.equal(view.lastStepDown?.holder, first.identity);
     assert.equal(view.lastStepDown.term, first.term);
     assert.equal(view.lastStepDown.reason, 'hung');
