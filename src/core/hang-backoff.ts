@@ -27,6 +27,24 @@ export function hangBackoffMs(baseMs: number, streak: number, maxMs = HANG_BACKO
 }
 
 /**
+ * maxHungTerms bounds how many terms one instance can start in `windowMs` when its work hangs
+ * every time: each term lasts at least `minTermMs` (the time it takes to notice the hang) and is
+ * followed by the growing back-off. With N instances, leadership changes at most N times this
+ * (the bench's ping-pong check, bench/hung-work.ts).
+ */
+export function maxHungTerms(windowMs: number, minTermMs: number, baseMs: number, maxMs = HANG_BACKOFF_MAX_MS): number {
+  let t = 0;
+  let n = 0;
+  while (n < 1_000_000) {
+    // Term n+1 starts at t (no earlier), lasts minTermMs, then waits its back-off.
+    if (t > windowMs) break;
+    n += 1;
+    t += minTermMs + hangBackoffMs(baseMs, n, maxMs);
+  }
+  return n;
+}
+
+/**
  * HangStreak counts hung terms in a row and says how long to wait after each (see above).
  * One per candidate; `hung` after a hung term, `healthy` after a term that ended otherwise.
  */
