@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { BatonProcess, TempDir, cleanEnv, lines, pidAlive, readChildLog, runCli, waitFor } from '../harness/cli.js';
 import { CHILD_PY, HUNG_TIMING, runHungScenario } from '../harness/hung-scenario.js';
+import { NotifySocket, type NotifyMessage } from '../../src/cli/notify-socket.js';
 
 // `baton run --progress-timeout` and `--health-cmd` (issue 28, docs/watchdog.md): real baton
 // processes on the embedded SQLite store, real python3 children that report progress the
@@ -99,6 +100,32 @@ describe('baton run --progress-timeout (SQLite)', () => {
       assert.deepEqual(readdirSync(tmp), [], 'nothing made in TMPDIR');
       assert.deepEqual(readdirSync(home.path).filter((n) => n.startsWith('baton')), [], 'no store file made');
     } finally {
+      home.remove();
+    }
+  });
+
+  test('under systemd\'s watchdog, baton answers its own NOTIFY_SOCKET: READY=1, then WATCHDOG=1 every half WATCHDOG_USEC', async () => {
+    const home = new TempDir();
+    // The receiving end plays systemd: the same datagram socket the children talk to.
+    const heard: NotifyMessage[] = [];
+    const systemd = await NotifySocket.open(home.join('systemd-notify'), (m) => heard.push(m));
+    assert.ok(systemd, 'python3 serves the socket');
+    try {
+      const env = cleanEnv(home.path, { NOTIFY_SOCKET: systemd.path, WATCHDOG_USEC: '400000', CHILD_LOG: home.join('log'), CHILD_MODE: 'none' });
+      const r = await runCli(['run', '--store', home.sqlite(), '--lock', 'sd', '--', 'sleep', '2'], { env, timeoutMs: 30_000 });
+      assert.equal(r.code, 0, r.stderr);
+      await waitFor('the last datagram', () => heard.some((m) => m.get('STOPPING') === '1'), 5_000);
+      assert.equal(heard[0]?.get('READY'), '1');
+      const pings = heard.filter((m) => m.get('WATCHDOG') === '1').length;
+      assert.ok(pings >= 4, `WATCHDOG=1 every 200 ms over 2 s: ${pings}`);
+      // WATCHDOG_PID naming another process: the watchdog is not baton's; it sends nothing.
+      heard.length = 0;
+      const other = await runCli(['run', '--store', home.sqlite(), '--lock', 'sd', '--', 'true'], { env: { ...env, WATCHDOG_PID: '1' } });
+      assert.equal(other.code, 0, other.stderr);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(heard, []);
+    } finally {
+      systemd.close();
       home.remove();
     }
   });

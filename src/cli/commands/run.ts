@@ -29,6 +29,7 @@ import { examples } from '../help.js';
 import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type WorkHealthFlags } from '../work-health.js';
 import { HangStreak } from '../../core/hang-backoff.js';
 import { formatDuration } from '../../core/duration.js';
+import { answerSystemdWatchdog } from '../sd-watchdog.js';
 
 interface RunOptions extends CommonOptions, WorkHealthFlags {
   keepRunning?: boolean;
@@ -84,10 +85,12 @@ export function register(program: Command): void {
       const health = await WorkHealth.open(healthSettings, () =>
         warn('python3 is not available: the command gets BATON_HEARTBEAT_FILE but no NOTIFY_SOCKET (docs/watchdog.md)', 'no-notify-socket'),
       );
+      const stopAnswering = answerSystemdWatchdog((why) => warn(why, 'no-systemd-watchdog'));
       try {
         throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs, health }));
       } finally {
         await elector.stop().catch(() => {});
+        stopAnswering();
         health.close();
         await store.close().catch(() => {});
       }

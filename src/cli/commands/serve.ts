@@ -25,6 +25,7 @@ import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
 import { runTerm } from '../term-runner.js';
 import { resolveWorkHealth } from '../work-health.js';
+import { answerSystemdWatchdog } from '../sd-watchdog.js';
 
 interface ServeOptions extends CommonOptions {
   progressTimeout?: string;
@@ -85,6 +86,7 @@ export function register(program: Command): void {
       const label = storeLabel(opts);
       const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log, shardGroups });
       let stopLogging = () => {};
+      const stopAnswering = answerSystemdWatchdog((why) => log('warn', 'no-systemd-watchdog', why, {}));
       try {
         const at = await server.listen(port, host).catch((err: NodeJS.ErrnoException) => {
           throw new InvalidConfigError(`serve: cannot listen on ${opts.listen}: ${err.code ?? errorMessage(err)}`);
@@ -101,6 +103,7 @@ export function register(program: Command): void {
         throw new CliExit(await serveUntilSignal(elector, log, argv));
       } finally {
         await elector.stop().catch(() => {});
+        stopAnswering();
         stopLogging();
         await server.close().catch(() => {});
         await store.close().catch(() => {});
