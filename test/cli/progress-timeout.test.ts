@@ -129,4 +129,22 @@ describe('baton run --progress-timeout (SQLite)', () => {
       home.remove();
     }
   });
+
+  test('without python3 for the socket: one warning, no NOTIFY_SOCKET, the heartbeat file still keeps the command leading', async () => {
+    const home = new TempDir();
+    const log = home.join('log');
+    const env = cleanEnv(home.path, { BATON_PYTHON: home.join('no-such-python'), CHILD_LOG: log, CHILD_MODE: 'file', CHILD_EVERY: '0.1' });
+    const p = new BatonProcess(['run', '--store', home.sqlite(), '--lock', 'nopy', '--progress-timeout', '1s', '--', 'python3', CHILD_PY], { env });
+    try {
+      await waitFor('the child', () => readChildLog(log)[0], 20_000);
+      await new Promise((r) => setTimeout(r, 2500)); // over twice the timeout: heartbeats through the file only
+      assert.equal(p.done, false, p.stderr);
+      const warned = lines(p.stderr).filter((l) => l.includes('python3 is not available'));
+      assert.equal(warned.length, 1, p.stderr);
+      assert.ok(!p.stderr.includes('is hung'), p.stderr);
+    } finally {
+      await p.kill();
+      home.remove();
+    }
+  });
 });
