@@ -87,13 +87,13 @@ export class WorkHealth {
    * open makes the directory and the socket when a progress timeout is set. `onNoSocket` is
    * told once if python3 cannot serve the socket (the heartbeat file still works).
    */
-  static async open(settings: WorkHealthSettings, onNoSocket: () => void, clock: Clock = realClock): Promise<WorkHealth> {
+  static async open(settings: WorkHealthSettings, onNoSocket: (path: string) => void, clock: Clock = realClock): Promise<WorkHealth> {
     if (settings.progressTimeoutMs === undefined) return new WorkHealth(settings, undefined, undefined, clock);
     const dir = mkdtempSync(join(tmpdir(), 'baton-work-'));
     writeFileSync(join(dir, 'heartbeat'), '');
     let self: WorkHealth | undefined;
     const socket = await NotifySocket.open(join(dir, 'notify'), (m) => self?.current?.notified(m), process.env.BATON_PYTHON || 'python3');
-    if (!socket) onNoSocket();
+    if (!socket) onNoSocket(join(dir, 'notify'));
     self = new WorkHealth(settings, dir, socket, clock);
     return self;
   }

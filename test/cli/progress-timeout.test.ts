@@ -139,7 +139,7 @@ describe('baton run --progress-timeout (SQLite)', () => {
       await waitFor('the child', () => readChildLog(log)[0], 20_000);
       await new Promise((r) => setTimeout(r, 2500)); // over twice the timeout: heartbeats through the file only
       assert.equal(p.done, false, p.stderr);
-      const warned = lines(p.stderr).filter((l) => l.includes('python3 is not available'));
+      const warned = lines(p.stderr).filter((l) => l.includes('no NOTIFY_SOCKET: python3 could not be run'));
       assert.equal(warned.length, 1, p.stderr);
       assert.ok(!p.stderr.includes('is hung'), p.stderr);
     } finally {

@@ -82,8 +82,8 @@ export function register(program: Command): void {
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
       const elector = makeElector(store, opts, lock, timing);
-      const health = await WorkHealth.open(healthSettings, () =>
-        warn('python3 is not available: the command gets BATON_HEARTBEAT_FILE but no NOTIFY_SOCKET (docs/watchdog.md)', 'no-notify-socket'),
+      const health = await WorkHealth.open(healthSettings, (path) =>
+        warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
       );
       const stopAnswering = answerSystemdWatchdog((why) => warn(why, 'no-systemd-watchdog'));
       try {
