@@ -18,7 +18,7 @@ import { realClock, type Clock } from '../core/clock.js';
 import { NotifySocket } from './notify-socket.js';
 import { ProgressWatch, type HealthCheck } from './progress-watch.js';
 
-/** WorkHealthOptions are the flags, as commander gives them. */
+/** WorkHealthFlags are the flags, as commander gives them. */
 export interface WorkHealthFlags {
   progressTimeout?: string;
   healthCmd?: string;
