@@ -27,6 +27,7 @@ export type {
 export { isHeld } from './core/store.js';
 export { realClock, sleep, type Clock } from './core/clock.js';
 export { requestStepDown, type StepDownOutcome } from './core/step-down.js';
+export { HANG_BACKOFF_MAX_MS, hangBackoffMs, readStepDowns, stepDownLedgerKey, type LastStepDown } from './core/hang-backoff.js';
 export { parseDuration, formatDuration } from './core/duration.js';
 export { defaultIdentity, BATON_VERSION } from './core/identity.js';
 export {

@@ -139,8 +139,8 @@ export function storeLabel(opts: CommonOptions): string {
 }
 
 /** makeElector builds an elector from the common options. */
-export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts)): LeaderElector {
-  return new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing });
+export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: { progressTimeoutMs?: number } = {}): LeaderElector {
+  return new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing, ...extra });
 }
 
 /** requireCommand returns the words after `--`, or throws a usage error whose example fits the command. */

@@ -30,6 +30,12 @@ export const ExitCode = {
    * it in RestartPreventExitStatus= so a dying instance does not campaign again.
    */
   leaving: 79,
+  /**
+   * `run --progress-timeout` / `--health-cmd` stepped down because the work was hung (no
+   * heartbeat in time, or the health command kept failing): the command was stopped and the
+   * lease released so another instance took over (docs/watchdog.md).
+   */
+  hung: 80,
   /** The command to run is not executable (as a shell says). */
   notExecutable: 126,
   /** The command to run was not found (as a shell says). */
@@ -49,6 +55,7 @@ export const EXIT_CODES: ReadonlyArray<readonly [code: string, meaning: string]>
   ['75', 'leadership lost or not won in time (--timeout); a stale term; try again'],
   ['78', 'configuration: a value that cannot be used (duration, URL, lock name, schema)'],
   ['79', 'run stepped down because this instance is leaving (baton aws drain): done, do not restart'],
+  ['80', 'run stepped down because its command was hung: no heartbeat within --progress-timeout, or --health-cmd failing (docs/watchdog.md)'],
   ['126', 'the command to run is not executable'],
   ['127', 'the command to run was not found'],
   ['128+N', 'baton or the command was ended by signal N (130 for SIGINT, 143 for SIGTERM)'],

@@ -25,8 +25,8 @@ export interface TermCommand {
   readonly argv: string[];
   readonly lock: string;
   readonly identity: string;
-  /** Extra variables for the command (a job's BATON_SLOT, BATON_KEY, ...); they win over ours. */
-  readonly env?: Readonly<Record<string, string>>;
+  /** Extra variables for the command (a job's BATON_SLOT, BATON_KEY, ...); they win over ours; undefined removes one. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /** Called once, when the window ends before the command has exited (or it was overdue). */
   readonly onLost?: (reason: StopReason) => void;
 }

@@ -35,6 +35,11 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () =
 const env = { ...process.env };
 delete env.NODE_CHANNEL_FD;
 delete env.NODE_CHANNEL_SERIALIZATION_MODE;
+// `run --progress-timeout`: WATCHDOG_PID must be the command's own pid (sd_watchdog_enabled(3)
+// checks it), known only once it runs: a shell sets it to its own pid, then execs the command.
+const setWatchdogPid = env.BATON_SET_WATCHDOG_PID === '1';
+delete env.BATON_SET_WATCHDOG_PID;
+const PID_WRAPPER = ['/bin/sh', '-c', 'WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$@"', 'baton'];
 
 // baton gone means nobody renews the lease any more. Listen before anything else, and check
 // once more after the command has started: a parent that died while this process was still
@@ -76,7 +81,8 @@ if (!command || found !== 'found') {
   send({ type: 'error', message: `${JSON.stringify(command ?? '')} ${why}`, exitCode: found === 'not-executable' ? 126 : 127 }, () => process.exit(found === 'not-executable' ? 126 : 127));
 } else {
   const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-  const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', command, ...args] : [command, ...args];
+  const target = setWatchdogPid ? [...PID_WRAPPER, command, ...args] : [command, ...args];
+  const argv = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--', ...target] : target;
   const child = spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', env, detached: true });
 
   const killGroup = (signal: NodeJS.Signals): void => {
@@ -99,7 +105,13 @@ if (!command || found !== 'found') {
   const arm = () => {
     clearTimers();
     if (exited) return;
-    termTimer = setTimeout(() => ((stoppedAtDeadline = true), killGroup('SIGTERM')), msUntil(termAt));
+    termTimer = setTimeout(() => {
+      stoppedAtDeadline = true;
+      killGroup('SIGTERM');
+      // A stopped (SIGSTOP) command cannot act on SIGTERM until it runs again; as systemd does,
+      // continue it so it can shut down cleanly. SIGKILL follows on schedule either way.
+      killGroup('SIGCONT');
+    }, msUntil(termAt));
     killTimer = setTimeout(() => ((stoppedAtDeadline = true), killGroup('SIGKILL')), msUntil(killAt));
   };
 

@@ -13,7 +13,12 @@ export type StopReason =
   /** No successful renewal within renewDeadline; stepped down on its own clock. */
   | 'renew-deadline'
   /** The store showed another holder or a newer term. */
-  | 'lost';
+  | 'lost'
+  /**
+   * The work was hung: no heartbeat within progressTimeoutMs (or, in the CLI, a failing health
+   * command). The leader stepped down, released, and backs off before campaigning again.
+   */
+  | 'hung';
 
 /** ElectedEvent starts a leadership. */
 export interface ElectedEvent {
@@ -25,12 +30,18 @@ export interface ElectedEvent {
    * It may already be past when a slow acquisition came back just in time: `stopped` follows.
    */
   readonly deadlineMs: number;
+  /**
+   * heartbeat tells the elector the work made progress. With `progressTimeoutMs` set, a leader
+   * that hears none for that long steps down ('hung'), releases and backs off (core/hang-backoff.ts);
+   * without it, heartbeat does nothing. Calls after the leadership ended are ignored.
+   */
+  heartbeat(): void;
 }
 /** StoppedEvent ends a leadership; always follows its ElectedEvent. */
 export interface StoppedEvent {
   readonly term: number;
   readonly reason: StopReason;
-  /** With 'step-down-requested': the reason the requester gave (requestStepDown's `reason`). */
+  /** With 'step-down-requested': the reason the requester gave (requestStepDown's `reason`); with 'hung': why. */
   readonly note?: string;
 }
 /** LeaderEvent is who leads, as a candidate last saw it. */
@@ -72,6 +83,13 @@ export interface LeaderElectorOptions extends Partial<Timing> {
   clock?: Clock;
   /** Random source in [0, 1) for jitter; Math.random by default. */
   random?: () => number;
+  /**
+   * Step down when the work reports no progress (the `elected` event's `heartbeat()`) for this
+   * long, counted from the election: the leader aborts its signal, emits `stopped` ('hung'),
+   * releases, and backs off before campaigning again (growing, capped: core/hang-backoff.ts).
+   * Default: none (leadership does not depend on progress).
+   */
+  progressTimeoutMs?: number;
 }
 
 /** nextElected resolves with the next `elected` event of `emitter`, or rejects when `signal` aborts. */

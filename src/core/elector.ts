@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { realClock, withDeadline, type Clock } from './clock.js';
-import { StoreUnavailableError, errorMessage } from './errors.js';
+import { realClock, withDeadline, type Clock, type TimerHandle } from './clock.js';
+import { InvalidConfigError, StoreUnavailableError, errorMessage } from './errors.js';
 import { defaultIdentity, processMetadata } from './identity.js';
-import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
+import { MAX_DURATION_MS, TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validateLockName, type Timing } from './options.js';
 import { Leadership } from './leadership.js';
 import { renewalDueMs, sendRenewal } from './many-leases.js';
 import { ReconcileLoop, STEP_PENDING, type StepOutcome } from './reconcile-loop.js';
@@ -13,11 +13,12 @@ import { decideClaim } from './claim-decision.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
+import { HangStreak, recordStepDown } from './hang-backoff.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
 /** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
-const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', ...TIMING_KEYS] as const;
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', 'progressTimeoutMs', ...TIMING_KEYS] as const;
 
 /**
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
@@ -83,6 +84,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** While `elected` listeners run: a `stopped` raised meanwhile is held until they are done. */
   private announcing = false;
   private deferredStop?: StoppedEvent;
+  /** progressTimeoutMs: the work's heartbeats keep leadership (see the option). */
+  private readonly progressTimeoutMs?: number;
+  /** The pending "no progress" timer of the current leadership, and the leadership it is for. */
+  private progress?: { timer: TimerHandle; l: Leadership; sinceMs: number };
+  private readonly hangStreak?: HangStreak;
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -96,6 +102,14 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.timing = Object.freeze(resolveTiming(options, this.store.capabilities.leaseGranularityMs));
     this.clock = options.clock ?? realClock;
     this.random = options.random ?? Math.random;
+    if (options.progressTimeoutMs !== undefined) {
+      const v = options.progressTimeoutMs;
+      if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > MAX_DURATION_MS) {
+        throw new InvalidConfigError(`progressTimeoutMs: must be a positive number of milliseconds up to 24h, got ${String(v)}`);
+      }
+      this.progressTimeoutMs = v;
+      this.hangStreak = new HangStreak(v);
+    }
     this.releaseOnStop = options.releaseOnStop ?? true;
     // `instance` tells this elector's own records from those of an earlier process that used
     // the same identity (see isOrphanOfOurs()).
@@ -164,13 +178,20 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     }
   }
 
-  /** resign gives up leadership (if held) and releases the lease, then campaigns again after a retry period (a standby likely wins first). */
-  async resign(): Promise<void> {
+  /**
+   * resign gives up leadership (if held) and releases the lease, then campaigns again after a
+   * retry period (a standby likely wins first). With `reason: 'hung'` (a runner that stopped its
+   * hung work first, like `baton run --progress-timeout`), `stopped` says 'hung' with `note`,
+   * the store's ledger keeps why (core/hang-backoff.ts's LastStepDown), and the candidate waits
+   * `holdOffMs` before campaigning again.
+   */
+  async resign(options: { reason?: 'hung'; note?: string; holdOffMs?: number } = {}): Promise<void> {
     const l = this.leading();
     if (!l) return;
-    this.holdOff();
-    this.stepDown('resigned');
+    this.holdOff(options.holdOffMs);
+    this.stepDown(options.reason ?? 'resigned', options.note);
     await this.release(l.record).catch((err) => this.reportError(err));
+    if (options.reason === 'hung') await this.recordHung(l, options.note, options.holdOffMs);
     this.observed = undefined;
   }
 
@@ -209,7 +230,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** elected resolves with the next leadership (or the current one). */
   elected(options: { signal?: AbortSignal } = {}): Promise<ElectedEvent> {
     const l = this.leading();
-    if (l) return Promise.resolve({ term: l.term, signal: l.controller.signal, deadlineMs: l.deadlineMs });
+    if (l) return Promise.resolve(this.electedEvent(l));
     return nextElected(this, options.signal);
   }
 
@@ -348,6 +369,47 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return acquisitionWrite(this.identity, this.timing.leaseDurationMs, this.clock.wallMs(), prior, this.metadata);
   }
 
+  /** electedEvent is the `elected` payload of leadership `l`. */
+  private electedEvent(l: Leadership): ElectedEvent {
+    return { term: l.term, signal: l.controller.signal, deadlineMs: l.deadlineMs, heartbeat: () => this.heartbeat(l) };
+  }
+
+  /** heartbeat re-arms the progress timer of `l`, if it still leads and a timeout is set. */
+  private heartbeat(l: Leadership): void {
+    if (this.progressTimeoutMs === undefined || this.leadership !== l) return;
+    const sinceMs = this.progress?.l === l ? this.progress.sinceMs : this.clock.monotonicMs();
+    if (this.progress) this.clock.clearTimer(this.progress.timer);
+    this.progress = { l, sinceMs, timer: this.clock.setTimer(() => this.progressMissed(l), this.progressTimeoutMs) };
+  }
+
+  /**
+   * progressMissed steps down a leader whose work reported no progress within
+   * progressTimeoutMs: signal aborted, `stopped` ('hung'), released, then a growing back-off.
+   */
+  private progressMissed(l: Leadership): void {
+    if (this.leadership !== l || this.state !== 'running') return;
+    const ledMs = this.clock.monotonicMs() - (this.progress?.sinceMs ?? this.clock.monotonicMs());
+    const backoffMs = this.hangStreak!.hung(ledMs);
+    const note = `no progress within ${this.progressTimeoutMs}ms`;
+    this.holdOff(backoffMs);
+    this.stepDown('hung', note);
+    this.release(l.record)
+      .catch((err) => this.reportError(err))
+      .then(() => this.recordHung(l, note, backoffMs));
+  }
+
+  /** recordHung keeps why `l` ended in the store's ledger (after the release: the handover comes first). */
+  private recordHung(l: Leadership, note: string | undefined, backoffMs: number | undefined): Promise<void> {
+    return recordStepDown(this.store, this.lock, {
+      holder: this.identity,
+      term: l.term,
+      reason: 'hung',
+      ...(note !== undefined ? { note } : {}),
+      at: new Date(this.clock.wallMs()).toISOString(),
+      ...(backoffMs !== undefined ? { backoffMs: Math.round(backoffMs) } : {}),
+    }).catch((err) => this.reportError(err));
+  }
+
   /** accept leads on a won acquisition or campaign whose write was sent at `startMs` — if it still may. */
   private accept(record: LeaseRecord, startMs: number): void {
     if (this.state !== 'running') {
@@ -370,7 +432,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // then waits until every `elected` listener has run (see stepDown).
     this.announcing = true;
     try {
-      this.emit('elected', { term: l.term, signal: l.controller.signal, deadlineMs: l.deadlineMs });
+      // The progress timer runs from the election: the first heartbeat is due within the timeout.
+      this.heartbeat(l);
+      this.emit('elected', this.electedEvent(l));
     } finally {
       this.announcing = false;
     }
@@ -449,8 +513,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
    * jittered retry period, so a waiting standby wins the handover. Without it, the release's
    * own notification would wake this elector first.
    */
-  private holdOff(): void {
-    const ms = this.jittered();
+  private holdOff(holdOffMs?: number): void {
+    const ms = holdOffMs ?? this.jittered();
     this.holdOffUntilMs = this.clock.monotonicMs() + ms;
     this.loop.schedule(ms);
   }
@@ -461,8 +525,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (!l) return;
     this.leadership = undefined;
     this.stepDownAsked = undefined;
+    if (this.progress) this.clock.clearTimer(this.progress.timer);
+    this.progress = undefined;
+    if (reason !== 'hung') this.hangStreak?.healthy();
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
-    const ev: StoppedEvent = note !== undefined && reason === 'step-down-requested' ? { term: l.term, reason, note } : { term: l.term, reason };
+    const ev: StoppedEvent = note !== undefined && (reason === 'step-down-requested' || reason === 'hung') ? { term: l.term, reason, note } : { term: l.term, reason };
     if (this.announcing) this.deferredStop = ev;
     else this.emit('stopped', ev);
   }

@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, register as globalRegistry } from 'prom-client';
 import { realClock, type Clock } from '../core/clock.js';
-import type { LeaderElector, LeaderEvent, RenewedEvent } from '../core/elector.js';
+import type { LeaderElector, LeaderEvent, RenewedEvent, StoppedEvent } from '../core/elector.js';
 import { OwnLeaseWatch } from './own-lease.js';
 
 /** InstrumentOptions: where to register, and the elector's clock (real by default). */
@@ -34,6 +34,7 @@ interface Families {
   readonly tracked: Map<LeaderElector, { handle: ElectorInstrumentation; t: Tracked }>;
   readonly transitions: Counter<'lock'>;
   readonly storeErrors: Counter<'lock'>;
+  readonly stepDowns: Counter<'lock' | 'reason'>;
   readonly renewDuration: Histogram<'lock'>;
 }
 
@@ -52,6 +53,8 @@ const families = new WeakMap<Registry, Families>();
  * - `baton_last_renew_age_seconds{lock}` seconds since this candidate last confirmed its lease,
  *   present only while the lease it last saw names it.
  * - `baton_store_errors_total{lock}` store failures the elector reported.
+ * - `baton_step_downs_total{lock,reason}` leaderships of this candidate that ended, by the
+ *   `stopped` event's reason ('hung': the work stopped reporting progress, docs/watchdog.md).
  *
  * Calling it again for the same elector and registry returns the existing instrumentation.
  */
@@ -80,7 +83,14 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
   };
   const onRenewed = (e: RenewedEvent) => f.renewDuration.observe(labels, e.durationMs / 1000);
   const onStoreError = () => f.storeErrors.inc(labels);
+  const reasons = new Set<string>(['hung']);
+  f.stepDowns.inc({ ...labels, reason: 'hung' }, 0);
+  const onStopped = (e: StoppedEvent) => {
+    reasons.add(e.reason);
+    f.stepDowns.inc({ ...labels, reason: e.reason });
+  };
   elector.on('leader', onLeader);
+  elector.on('stopped', onStopped);
   elector.on('renewed', onRenewed);
   elector.on('storeError', onStoreError);
 
@@ -92,6 +102,8 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
       elector.off('leader', onLeader);
       elector.off('renewed', onRenewed);
       elector.off('storeError', onStoreError);
+      elector.off('stopped', onStopped);
+      for (const reason of reasons) f.stepDowns.remove({ ...labels, reason });
       own.close();
       for (const name of ALL_NAMES) (registry.getSingleMetric(name) as Gauge<'lock'> | undefined)?.remove(labels);
     },
@@ -165,6 +177,12 @@ function familiesFor(registry: Registry): Families {
       name: 'baton_store_errors_total',
       help: 'Store failures reported by the elector (unreachable, timed out, refused).',
       labelNames: ['lock'],
+      registers,
+    }),
+    stepDowns: new Counter({
+      name: 'baton_step_downs_total',
+      help: 'Leaderships of this instance that ended, by reason (hung: the work stopped reporting progress).',
+      labelNames: ['lock', 'reason'],
       registers,
     }),
     renewDuration: new Histogram({

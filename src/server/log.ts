@@ -48,9 +48,10 @@ export function logElectorEvents(elector: LeaderElector, log: Logger): () => voi
     recovered();
     log('info', 'elected', `elected leader of "${lock}" as ${elector.identity} (term ${e.term})`, { lock, identity: elector.identity, term: e.term });
   };
-  const onStopped = (e: { term: number; reason: string }) => {
+  const onStopped = (e: { term: number; reason: string; note?: string }) => {
     const level = e.reason === 'stopped' || e.reason === 'resigned' || e.reason === 'step-down-requested' ? 'info' : 'warn';
-    log(level, 'stopped', `stopped leading "${lock}" (term ${e.term}): ${e.reason}`, { lock, identity: elector.identity, term: e.term, reason: e.reason });
+    const note = e.note !== undefined ? ` (${e.note})` : '';
+    log(level, 'stopped', `stopped leading "${lock}" (term ${e.term}): ${e.reason}${note}`, { lock, identity: elector.identity, term: e.term, reason: e.reason, ...(e.note !== undefined ? { note: e.note } : {}) });
   };
   const onLeader = (e: { holder: string | null; term: number; isSelf: boolean }) => {
     recovered();

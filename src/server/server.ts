@@ -34,7 +34,7 @@ export interface LeaderServerOptions {
   storeLabel?: string;
   /** Registry for /metrics; the elector is instrumented into it. Default: a new Registry. */
   registry?: Registry;
-  /** Enables `POST /step-down` for callers presenting `Authorization: Bearer <token>`. */
+  /** Enables `POST /step-down` and `POST /heartbeat` for callers presenting `Authorization: Bearer <token>`. */
   stepDownToken?: string;
   /** /healthz tolerates this long past the renew deadline. Default: the retry period. */
   healthGraceMs?: number;
@@ -65,6 +65,7 @@ export interface LeaderServer {
  * createLeaderServer serves, for `elector`:
  * `GET /leader` (JSON, from memory), `GET /healthz`, `GET /readyz`, `GET /metrics`
  * (Prometheus text), `POST /step-down` (403 unless a token is configured; 401 on a wrong one),
+ * `POST /heartbeat` (the app's progress report for an elector with progressTimeoutMs; same token),
  * `GET /` (dashboard), `GET /events` (server-sent events) and `GET /api/state` (snapshot).
  * It does not start or stop the elector.
  */
@@ -117,6 +118,7 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
     // The stream opens at once; the first listing follows as an `update` (see LockBoard.watching).
     '/events': { GET: (req, res) => stream.open(req, res, [{ event: 'snapshot', data: snapshot() }]) },
     '/step-down': { POST: (req, res) => stepDown(req, res) },
+    '/heartbeat': { POST: (req, res) => heartbeat(req, res) },
     '/shards': { GET: async (_req, res) => json(res, 200, await shardViews()) },
   };
 
@@ -134,16 +136,36 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
     );
   }
 
-  async function stepDown(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** authorized answers 403 / 401 and returns false unless the request carries the token. */
+  function authorized(req: IncomingMessage, res: ServerResponse, what: 'step-down' | 'heartbeat'): boolean {
     req.resume();
     if (token === undefined) {
-      return json(res, 403, { error: 'step-down is disabled: configure a token (--step-down-token-file FILE or BATON_STEP_DOWN_TOKEN)' });
+      json(res, 403, { error: `${what} is disabled: configure a token (--step-down-token-file FILE or BATON_STEP_DOWN_TOKEN)` });
+      return false;
     }
     if (!tokenMatches(bearerToken(req), token)) {
-      log('warn', 'step-down-refused', `refused a step-down request from ${req.socket.remoteAddress}: missing or wrong token`, { lock: elector.lock });
+      log('warn', `${what}-refused`, `refused a ${what} request from ${req.socket.remoteAddress}: missing or wrong token`, { lock: elector.lock });
       res.setHeader('www-authenticate', 'Bearer realm="baton"');
-      return json(res, 401, { error: 'missing or wrong token (send Authorization: Bearer <token>)' });
+      json(res, 401, { error: 'missing or wrong token (send Authorization: Bearer <token>)' });
+      return false;
     }
+    return true;
+  }
+
+  /** heartbeat: the app reports progress; with progressTimeoutMs, silence steps the elector down ('hung'). */
+  async function heartbeat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!authorized(req, res, 'heartbeat')) return;
+    const term = elector.term;
+    if (term === undefined) {
+      const seen = elector.leader();
+      return json(res, 409, { accepted: false, error: 'this instance is not the leader', lock: elector.lock, holder: seen?.holder ?? null, term: seen?.term ?? 0 });
+    }
+    (await elector.elected()).heartbeat();
+    return json(res, 200, { accepted: true, lock: elector.lock, term });
+  }
+
+  async function stepDown(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!authorized(req, res, 'step-down')) return;
     const term = elector.term;
     if (term === undefined) {
       const seen = elector.leader();

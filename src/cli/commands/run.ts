@@ -24,10 +24,14 @@ import {
 import { reportStandby } from '../standby.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals, signalExitCode } from '../signals.js';
-import { runTerm, type TermRun } from '../term-runner.js';
+import { batonEnv, runTerm, type TermRun } from '../term-runner.js';
 import { examples } from '../help.js';
+import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type WorkHealthFlags } from '../work-health.js';
+import { HangStreak } from '../../core/hang-backoff.js';
+import { formatDuration } from '../../core/duration.js';
+import { answerSystemdWatchdog } from '../sd-watchdog.js';
 
-interface RunOptions extends CommonOptions {
+interface RunOptions extends CommonOptions, WorkHealthFlags {
   keepRunning?: boolean;
   timeout?: string;
 }
@@ -44,13 +48,17 @@ export function register(program: Command): void {
         'before any other instance can be elected, and baton exits 75 — or 79 when it was asked to step ' +
         'down because this instance is leaving (`baton aws drain`; list 79 in systemd\'s ' +
         'RestartPreventExitStatus=). When the command exits, the lease is released and baton exits ' +
-        'with its code.',
+        'with its code. With --progress-timeout the command gets systemd\'s watchdog variables ' +
+        '(NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID) and BATON_HEARTBEAT_FILE; if it sends no ' +
+        'heartbeat in time (or --health-cmd keeps failing) it is stopped, the lease released, and baton ' +
+        'exits 80 — or, with --keep-running, backs off (growing, up to 10m) before campaigning again.',
     )
     .argument('<command...>', 'the command to run, after --');
   withStoreOption(cmd);
   withLockOption(cmd);
   withTimingOptions(cmd);
   withOutputOptions(cmd);
+  withWorkHealthOptions(cmd);
   cmd
     .option('--keep-running', 'after the command exits or leadership is lost, campaign again and rerun it')
     .addOption(new Option('--timeout <d>', 'give up campaigning after this long (exit 75); with --keep-running, for each campaign, not counting the pause after a release'))
@@ -60,6 +68,9 @@ export function register(program: Command): void {
         ['run a consumer on one instance of the fleet at a time', 'baton run --lock orders-consumer -- node consumer.js'],
         ['keep a singleton alive across failures, against a shared store', 'BATON_STORE=postgres://baton@db/ops baton run --lock reaper --keep-running -- ./reaper.sh'],
         ['try for at most a minute', 'baton run --lock report --timeout 1m -- ./report.sh'],
+        ['hand over when a systemd-style worker stops sending WATCHDOG=1 for 30s', 'baton run --lock worker --keep-running --progress-timeout 30s -- ./worker'],
+        ['a script that touches $BATON_HEARTBEAT_FILE after each batch', 'baton run --lock sync --progress-timeout 5m -- ./sync.sh'],
+        ['step down when the downstream is unreachable three times in a row', 'baton run --lock consumer --health-cmd "curl -fsS localhost:8080/healthz" --health-interval 10s --health-failures 3 -- ./consumer'],
       ]),
     )
     .action(async (words: string[], opts: RunOptions) => {
@@ -67,20 +78,32 @@ export function register(program: Command): void {
       const argv = requireCommand(words, 'run');
       const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout, '--timeout') : undefined;
       const timing = resolveTimingOptions(opts);
+      const healthSettings = resolveWorkHealth(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
       const elector = makeElector(store, opts, lock, timing);
+      const health = await WorkHealth.open(healthSettings, (path) =>
+        warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
+      );
+      const stopAnswering = answerSystemdWatchdog((why) => warn(why, 'no-systemd-watchdog'));
       try {
-        throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs }));
+        throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs, health }));
       } finally {
         await elector.stop().catch(() => {});
+        stopAnswering();
+        health.close();
         await store.close().catch(() => {});
       }
     });
 }
 
 /** runLoop campaigns, runs the command for each term won (term-runner.ts), and returns baton's exit code. */
-async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number }): Promise<number> {
+async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number; health: WorkHealth }): Promise<number> {
+  const watching = o.health.settings.progressTimeoutMs !== undefined || o.health.settings.health !== undefined;
+  const streak = new HangStreak(hangBaseMs(o.health.settings));
+  // A hung command is stopped like one whose leadership ended: SIGTERM, then SIGKILL after the
+  // same gap the kill schedule leaves (leadership-window.ts), or sooner if the lease demands.
+  const hungGraceMs = (elector.timing.leaseDurationMs - elector.timing.renewDeadlineMs) / 2;
   let interrupted: NodeJS.Signals | undefined;
   let current: TermRun | undefined;
   const giveUp = new AbortController();
@@ -105,20 +128,46 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
         if (e.term === won.term && e.note === STEP_DOWN_INSTANCE_LEAVING) leaving = true;
       };
       elector.on('stopped', onStopped);
-      current = runTerm(electorWindow(elector, won.term), {
-        argv,
-        lock: elector.lock,
-        identity: elector.identity,
+      const window = electorWindow(elector, won.term);
+      const command = { argv, lock: elector.lock, identity: elector.identity, env: o.health.env() };
+      let hungWhy: string | undefined;
+      const termStartMs = performance.now();
+      const term = (current = runTerm(window, {
+        ...command,
         onLost: (reason) => {
           warn(`leadership of "${elector.lock}" lost (${reason}${leaving ? ': this instance is leaving' : ''}); stopping ${argv[0]}`, 'lost', { lock: elector.lock, reason, ...(leaving ? { leaving: true } : {}) });
           // Not running again: stop campaigning now, or the elector may win the lease back (a new
           // term, for nothing) while the command is still shutting down.
           if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();
         },
-      });
+      }));
+      // The work's health (issue 28): hung → stop the command first, and only once it is dead
+      // release the lease (below), so it has stopped before anyone else can start.
+      const watch = watching
+        ? o.health.watch(batonEnv(window, command), (why) => {
+            hungWhy = why;
+            warn(`the work under "${elector.lock}" is hung: ${why}; stopping ${argv[0]} and stepping down`, 'hung', { lock: elector.lock, term: won.term, why });
+            term.stop(hungGraceMs);
+          })
+        : undefined;
       const outcome = await current.done;
+      watch?.close();
       current = undefined;
       elector.off('stopped', onStopped);
+      if (hungWhy !== undefined) {
+        const backoffMs = streak.hung(performance.now() - termStartMs);
+        const note = hungWhy;
+        if (interrupted || !o.keepRunning || leaving) {
+          await elector.resign({ reason: 'hung', note });
+          await (stopping ?? elector.stop());
+          return interrupted ? signalExitCode(interrupted) : leaving ? ExitCode.leaving : ExitCode.hung;
+        }
+        info(`released "${elector.lock}"; campaigning again in ${formatDuration(backoffMs)} (hung ${streak.count} time${streak.count === 1 ? '' : 's'} in a row)`, 'backoff', { lock: elector.lock, backoffMs, streak: streak.count });
+        await elector.resign({ reason: 'hung', note, holdOffMs: backoffMs });
+        pauseMs = backoffMs;
+        continue;
+      }
+      streak.healthy();
       if (outcome.kind === 'lost' && leaving) {
         // Handed over because this host is leaving: done (79), whatever --keep-running says.
         await (stopping ?? elector.stop());

@@ -24,8 +24,11 @@ import { examples } from '../help.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
 import { runTerm } from '../term-runner.js';
+import { resolveWorkHealth } from '../work-health.js';
+import { answerSystemdWatchdog } from '../sd-watchdog.js';
 
 interface ServeOptions extends CommonOptions {
+  progressTimeout?: string;
   listen: string;
   stepDownTokenFile?: string;
   logFormat: string;
@@ -39,7 +42,9 @@ export function register(program: Command): void {
     .description(
       'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators: ' +
         'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard), ' +
-        'and POST /step-down (only with a token). With `-- COMMAND`, the command runs while this ' +
+        'and POST /step-down (only with a token). With --progress-timeout, the app beside it reports ' +
+        'progress with POST /heartbeat (same token); none for that long and the leader steps down ' +
+        '(reason hung), releases, and backs off (docs/watchdog.md). With `-- COMMAND`, the command runs while this ' +
         'instance leads (stopped before anyone else could lead); without one, baton just holds the ' +
         'lease. SIGTERM/SIGINT stop the command, release the lease, close the server and exit 0.',
     )
@@ -51,11 +56,13 @@ export function register(program: Command): void {
     .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
     .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
     .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human').env('BATON_LOG_FORMAT'))
+    .addOption(new Option('--progress-timeout <d>', 'step down when the app sends no POST /heartbeat for this long (needs the token)'))
     .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'))
     .addHelpText(
       'after',
       examples([
         ['a sidecar that answers GET /leader for the app beside it', 'baton serve --lock orders-consumer --listen 127.0.0.1:4040'],
+        ['lead only while the app keeps posting heartbeats (at least every 30s)', 'BATON_STEP_DOWN_TOKEN=$(cat /etc/baton/token) baton serve --lock orders-consumer --progress-timeout 30s'],
         ['run the consumer while leading, with JSON logs, on a shared store', 'baton serve --store redis://cache:6379 --lock orders-consumer --log-format json -- node consumer.js'],
       ]),
     )
@@ -67,14 +74,19 @@ export function register(program: Command): void {
       const token = readStepDownToken(opts.stepDownTokenFile, log);
       const argv = words.length > 0 ? words : undefined;
       const timing = resolveTimingOptions(opts);
+      const progressTimeoutMs = resolveWorkHealth({ progressTimeout: opts.progressTimeout }).progressTimeoutMs;
+      if (progressTimeoutMs !== undefined && token === undefined) {
+        throw new InvalidConfigError('--progress-timeout needs a token: POST /heartbeat takes the same one as /step-down (--step-down-token-file FILE or BATON_STEP_DOWN_TOKEN)');
+      }
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
-      const elector = makeElector(store, opts, lock, timing);
+      const elector = makeElector(store, opts, lock, timing, { progressTimeoutMs });
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);
       const server = createLeaderServer(elector, { storeLabel: label, stepDownToken: token, registry, log, shardGroups });
       let stopLogging = () => {};
+      const stopAnswering = answerSystemdWatchdog((why) => log('warn', 'no-systemd-watchdog', why, {}));
       try {
         const at = await server.listen(port, host).catch((err: NodeJS.ErrnoException) => {
           throw new InvalidConfigError(`serve: cannot listen on ${opts.listen}: ${err.code ?? errorMessage(err)}`);
@@ -91,6 +103,7 @@ export function register(program: Command): void {
         throw new CliExit(await serveUntilSignal(elector, log, argv));
       } finally {
         await elector.stop().catch(() => {});
+        stopAnswering();
         stopLogging();
         await server.close().catch(() => {});
         await store.close().catch(() => {});

@@ -8,6 +8,7 @@ import { examples } from '../help.js';
 import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
 import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
+import { readStepDowns, type LastStepDown } from '../../core/hang-backoff.js';
 
 const STATUS_FIELDS = [
   'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
@@ -81,6 +82,8 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   const now = Date.now();
   const rows = records.map((r) => toStatus(leaseView(r, { nowWallMs: now, serverExpiry: store.capabilities.serverExpiry })));
   const deadPids = new Map(records.map((r) => [r.lock, deadLocalHolder(r)]));
+  // Why a leader last stepped down for hung work (docs/watchdog.md): kept in the ledger.
+  const stepDowns = await readStepDowns(store, lock);
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);
@@ -89,10 +92,11 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   if (json) {
     if (lock) {
       const one: Record<string, unknown> = { ...(rows[0] ?? emptyStatus(lock)) };
+      if (stepDowns.has(lock)) one.lastStepDown = stepDowns.get(lock);
       for (const e of extras) Object.assign(one, e.json);
       return `${JSON.stringify(one)}\n`;
     }
-    const all: Record<string, unknown>[] = rows.map((r) => ({ ...r }));
+    const all: Record<string, unknown>[] = rows.map((r) => ({ ...r, ...(stepDowns.has(r.lock) ? { lastStepDown: stepDowns.get(r.lock) } : {}) }));
     for (const e of extras) {
       for (const [name, extra] of e.byLock ?? []) {
         let row = all.find((r) => r.lock === name);
@@ -103,7 +107,8 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
     return `${JSON.stringify(all)}\n`;
   }
   const lines = [`store: ${label}`];
-  if (rows.length === 0) lines.push(lock ? `${lock}: never held` : 'no locks');
+  if (rows.length === 0) lines.push(lock ? `${lock}: ${stepDowns.has(lock) ? 'free' : 'never held'}` : 'no locks');
+  if (rows.length === 0 && lock && stepDowns.has(lock)) lines.push(`  last step-down: ${describeStepDown(stepDowns.get(lock)!)}`);
   for (const s of rows) {
     lines.push(
       s.holder
@@ -113,9 +118,16 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
             (deadPids.get(s.lock) ? `; pid ${deadPids.get(s.lock)} is not running on this host: the lease is no longer renewed and runs out in ${formatDuration(s.expiresInMs ?? 0)}` : '')
         : `${s.lock}: free (last term ${s.term}; ${transitions(s.transitions)})`,
     );
+    const last = stepDowns.get(s.lock);
+    if (last) lines.push(`  last step-down: ${describeStepDown(last)}`);
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;
+}
+
+/** describeStepDown is one line: who stepped down from which term, when, why, and for how long. */
+function describeStepDown(d: LastStepDown): string {
+  return `${d.holder} (term ${d.term}) at ${d.at}: ${d.reason}${d.note ? ` (${d.note})` : ''}${d.backoffMs !== undefined ? `; backed off ${formatDuration(d.backoffMs)}` : ''}`;
 }
 
 function transitions(n: number): string {
