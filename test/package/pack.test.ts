@@ -1,9 +1,10 @@
 /**
  * The package as a user gets it: `npm pack`, then a fresh project installs the tarball with
  * the Node line running this test and uses it the way the README says — `npx baton --version`,
- * `npx baton demo`, an ESM consumer of the library and of `<name>/testing`, a TypeScript
- * consumer type-checked against the shipped declarations, every TypeScript block of the README
- * and docs/ that imports the package type-checked against them too, and a store whose optional SDK is not
+ * `npx baton demo`, an ESM consumer of the library, of `<name>/testing` and of
+ * `<name>/node-cron`, a TypeScript consumer type-checked against the shipped declarations,
+ * every TypeScript block of the README and docs/ that imports the package type-checked against
+ * them too, and a store whose optional SDK is not
  * installed (one line naming the npm install, exit 78 — not a crash).
  *
  * On a Node line without `node:sqlite` (Node 20) the project also installs better-sqlite3, as
@@ -103,12 +104,15 @@ describe(`the packed ${pkg.name} on Node ${process.versions.node}`, () => {
     assert.doesNotMatch(r.stderr, /ExperimentalWarning/);
   });
 
-  test('an ESM consumer of the library and of /testing', () => {
+  test('an ESM consumer of the library, of /testing and of /node-cron', () => {
     writeFileSync(
       join(project, 'consumer.mjs'),
       `import { LeaderElector, openStore, parseDuration } from '${pkg.name}';
 import { FakeClock, storeConformanceSuite } from '${pkg.name}/testing';
+import { runCoordinator } from '${pkg.name}/node-cron';
 if (typeof storeConformanceSuite !== 'function' || typeof FakeClock !== 'function') throw new Error('testing exports missing');
+// The node-cron adapter loads without node-cron installed: node-cron calls it, not the other way.
+if (typeof runCoordinator({ store: 'memory:consumer' }).shouldRun !== 'function') throw new Error('node-cron export missing');
 const store = await openStore('memory:consumer');
 const elector = new LeaderElector({ store, lock: 'consumer', leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 });
 const { term } = await new Promise((resolve) => { elector.once('elected', resolve); elector.start(); });
