@@ -7,7 +7,7 @@ import type { Meter, Tracer } from '@opentelemetry/api';
 import type { LeaderElector } from '../core/elector.js';
 import { InvalidConfigError, errorMessage } from '../core/errors.js';
 import { BATON_VERSION } from '../core/identity.js';
-import { ATTR, LOST_REASONS, SPAN_NAME, trackTerms } from './term-tracker.js';
+import { ATTR, LOST_REASONS, SPAN_NAME, takeoverAttributes, trackTerms } from './term-tracker.js';
 import { METRIC } from './otlp-exporter.js';
 
 /** OtelOptions: where spans and metrics go, and the store label to put on the spans. */
@@ -41,7 +41,10 @@ async function loadApi(): Promise<Api> {
  * `baton.stop_reason`; status ERROR when the term was lost or ran past its renew deadline),
  * with events `baton.renew_failed` (`exception.message`) and `baton.step_down`; and the
  * observable gauges `baton.leader.status` (1 while leading) and `baton.leader.term`, with
- * `baton.lock` and `baton.identity`.
+ * `baton.lock` and `baton.identity`; and the histogram `baton.leader.takeover_gap` (seconds,
+ * with `baton.lock` and `baton.takeover.kind`) of each takeover this instance made. Each span
+ * also says how its term began: `baton.takeover.kind`, `baton.previous_holder`,
+ * `baton.takeover.gap_ms` (term-tracker.ts's Takeover).
  */
 export async function instrumentElectorOtel(elector: LeaderElector, options: OtelOptions = {}): Promise<ElectorTelemetry> {
   const api = options.tracer && options.meter ? undefined : await loadApi();
@@ -49,12 +52,14 @@ export async function instrumentElectorOtel(elector: LeaderElector, options: Ote
   const meter = options.meter ?? api!.metrics.getMeter('baton-election', BATON_VERSION);
   const ERROR = 2; // SpanStatusCode.ERROR, a stable number of the API
   const spans = new Map<number, ReturnType<Tracer['startSpan']>>();
+  const gap = meter.createHistogram(METRIC.takeoverGap, { description: 'time without a leader before this instance took over: from the release (handover) or the last renewal it saw (failover) to its acquisition', unit: 's' });
   const detach = trackTerms(
     elector,
     {
       started: (t) => {
-        const attributes = { [ATTR.lock]: t.lock, [ATTR.term]: t.term, [ATTR.identity]: t.identity, ...(t.store ? { [ATTR.store]: t.store } : {}) };
+        const attributes = { [ATTR.lock]: t.lock, [ATTR.term]: t.term, [ATTR.identity]: t.identity, ...(t.store ? { [ATTR.store]: t.store } : {}), ...takeoverAttributes(t) };
         spans.set(t.term, tracer.startSpan(SPAN_NAME, { attributes, startTime: t.startWallMs }));
+        if (t.takeover.gapMs !== undefined) gap.record(Math.max(0, t.takeover.gapMs) / 1000, { [ATTR.lock]: t.lock, [ATTR.takeoverKind]: t.takeover.kind });
       },
       event: (t, e) => spans.get(t.term)?.addEvent(e.name, e.attributes, e.wallMs),
       ended: (t) => {

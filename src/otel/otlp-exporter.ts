@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { LeaderElector } from '../core/elector.js';
 import { InvalidConfigError, errorMessage } from '../core/errors.js';
 import { BATON_VERSION } from '../core/identity.js';
-import { ATTR, LOST_REASONS, SPAN_NAME, trackTerms, type TermRecord } from './term-tracker.js';
+import { ATTR, LOST_REASONS, SPAN_NAME, takeoverAttributes, trackTerms, type TermRecord } from './term-tracker.js';
 
 /** OtlpConfig is what the environment asks for; null when OTLP export is not configured. */
 export interface OtlpConfig {
@@ -30,7 +30,7 @@ export interface OtlpConfig {
 }
 
 /** METRIC names: the leader gauge (client-go's meaning, OpenTelemetry's dotted style) and the term. */
-export const METRIC = { status: 'baton.leader.status', term: 'baton.leader.term' } as const;
+export const METRIC = { status: 'baton.leader.status', term: 'baton.leader.term', takeoverGap: 'baton.leader.takeover_gap' } as const;
 
 /**
  * otlpConfigFromEnv reads the standard OTEL_* variables; null when no endpoint is set. A value
@@ -142,6 +142,7 @@ export class OtlpExporter {
         [ATTR.term]: t.term,
         [ATTR.identity]: t.identity,
         ...(t.store ? { [ATTR.store]: t.store } : {}),
+        ...takeoverAttributes(t),
         ...(t.reason ? { [ATTR.stopReason]: t.reason } : {}),
       }),
       events: t.events.map((e) => ({ timeUnixNano: nanos(e.wallMs), name: e.name, attributes: attributes(e.attributes) })),

@@ -5,8 +5,8 @@
  * exporter (otlp-exporter.ts) turn these records into spans.
  */
 import type { LeaderElector } from '../core/elector.js';
-import type { ElectedEvent, StopReason, StoppedEvent } from '../core/elector-events.js';
-import { realClock, type Clock } from '../core/clock.js';
+import type { ElectedEvent, LeaderEvent, StopReason, StoppedEvent } from '../core/elector-events.js';
+import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
 import { errorMessage } from '../core/errors.js';
 
 /** Attribute names, after client-go's vocabulary (lock, identity) and OpenTelemetry's `exception.message`. */
@@ -16,6 +16,9 @@ export const ATTR = {
   identity: 'baton.identity',
   store: 'baton.store',
   stopReason: 'baton.stop_reason',
+  previousHolder: 'baton.previous_holder',
+  takeoverKind: 'baton.takeover.kind',
+  takeoverGapMs: 'baton.takeover.gap_ms',
   note: 'baton.step_down.note',
   exceptionMessage: 'exception.message',
 } as const;
@@ -32,6 +35,19 @@ export interface TermEvent {
   readonly attributes: Readonly<Record<string, string | number>>;
 }
 
+/**
+ * Takeover is how a term began, as this candidate saw it: `first` (nobody held the lock that it
+ * saw), `handover` (the previous holder released it), `failover` (its lease ran out). `gapMs` is
+ * the new term's acquiredAt minus the release time (handover) or the previous holder's last
+ * renewal this candidate saw (failover): wall clocks of two hosts, like the dashboard's timeline,
+ * so it is for people and alerts, not for any decision.
+ */
+export interface Takeover {
+  readonly kind: 'first' | 'handover' | 'failover';
+  readonly previousHolder?: string;
+  readonly gapMs?: number;
+}
+
 /** TermRecord is one term: open while `endWallMs` is undefined. */
 export interface TermRecord {
   readonly lock: string;
@@ -39,6 +55,7 @@ export interface TermRecord {
   readonly identity: string;
   readonly store?: string;
   readonly startWallMs: number;
+  readonly takeover: Takeover;
   endWallMs?: number;
   reason?: StopReason;
   note?: string;
@@ -62,8 +79,32 @@ export const LOST_REASONS: readonly StopReason[] = ['lost', 'renew-deadline'];
 export function trackTerms(elector: LeaderElector, sink: TermSink, options: { store?: string; clock?: Clock } = {}): () => void {
   const clock = options.clock ?? realClock;
   let open: TermRecord | undefined;
+  // The other holder as last seen: renewals reach a standby's memory without an event, so it is
+  // sampled (from memory, never the store) every retry period, as the dashboard's timeline does.
+  let seen: { holder: string | null; previous?: string; renewedAt?: number } | undefined;
+  const sample = (l = elector.leader()) => {
+    if (!l || l.isSelf) return;
+    if (l.holder !== null) seen = { holder: l.holder, renewedAt: l.record?.renewedAt };
+    else if (seen?.holder) seen = { holder: null, previous: seen.holder, renewedAt: l.record?.renewedAt };
+  };
+  const onLeader = (l: LeaderEvent) => sample(l);
+  const everyMs = Math.min(1000, elector.timing.retryPeriodMs);
+  let timer: TimerHandle;
+  const arm = () => {
+    timer = clock.setTimer(() => (sample(), arm()), everyMs);
+    (timer as { unref?: () => void }).unref?.(); // never what keeps a process alive
+  };
+  arm();
   const onElected = (e: ElectedEvent) => {
-    open = { lock: elector.lock, term: e.term, identity: elector.identity, store: options.store, startWallMs: clock.wallMs(), events: [] };
+    const acquiredAt = elector.leader()?.record?.acquiredAt;
+    const gap = (from?: number) => (acquiredAt !== undefined && from !== undefined ? acquiredAt - from : undefined);
+    const takeover: Takeover = !seen
+      ? { kind: 'first' }
+      : seen.holder === null
+        ? { kind: 'handover', previousHolder: seen.previous, gapMs: gap(seen.renewedAt) }
+        : { kind: 'failover', previousHolder: seen.holder, gapMs: gap(seen.renewedAt) };
+    seen = undefined;
+    open = { lock: elector.lock, term: e.term, identity: elector.identity, store: options.store, startWallMs: clock.wallMs(), takeover, events: [] };
     sink.started?.(open);
   };
   const add = (name: string, attributes: Record<string, string | number>) => {
@@ -83,12 +124,25 @@ export function trackTerms(elector: LeaderElector, sink: TermSink, options: { st
     if (e.note) t.note = e.note;
     sink.ended(t);
   };
+  sample();
+  elector.on('leader', onLeader);
   elector.on('elected', onElected);
   elector.on('storeError', onStoreError);
   elector.on('stopped', onStopped);
   return () => {
+    clock.clearTimer(timer);
+    elector.off('leader', onLeader);
     elector.off('elected', onElected);
     elector.off('storeError', onStoreError);
     elector.off('stopped', onStopped);
+  };
+}
+
+/** takeoverAttributes are a term's span attributes for how it began. */
+export function takeoverAttributes(t: TermRecord): Record<string, string | number> {
+  return {
+    [ATTR.takeoverKind]: t.takeover.kind,
+    ...(t.takeover.previousHolder ? { [ATTR.previousHolder]: t.takeover.previousHolder } : {}),
+    ...(t.takeover.gapMs !== undefined ? { [ATTR.takeoverGapMs]: t.takeover.gapMs } : {}),
   };
 }

@@ -4,7 +4,8 @@
  * memory store. The first loses its store for writes — a fault injected by a Proxy that makes
  * its `write` throw StoreUnavailableError on demand, since the memory store cannot fail by
  * itself — so its renewals fail until it steps down at its renew deadline; the second takes
- * over and is stopped. Checked: spans, events, statuses and the gauges.
+ * over and is stopped. Checked: spans, events, statuses, how each term began (first, failover
+ * and its gap), the gauges and the takeover-gap histogram.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -52,6 +53,7 @@ test('a span per term with its events and status, and the leader gauges, through
   }) as LeaseStore;
   const a = new LeaderElector({ store: faulty, lock: 'otel', identity: 'a', ...FAST, releaseOnStop: false });
   const b = new LeaderElector({ store, lock: 'otel', identity: 'b', ...FAST });
+  let gapHistogram: { count: number; kind: string } | undefined;
   const ta = await instrumentElectorOtel(a, { tracer, meter, store: 'memory:otel-api' });
   const tb = await instrumentElectorOtel(b, { tracer, meter, store: 'memory:otel-api' });
   try {
@@ -68,6 +70,12 @@ test('a span per term with its events and status, and the leader gauges, through
     status = gauge((await reader.collect()).resourceMetrics, 'baton.leader.status');
     assert.deepEqual([status.get('a'), status.get('b')], [0, 1]);
     await b.stop();
+    for (const sm of (await reader.collect()).resourceMetrics.scopeMetrics) {
+      for (const m of sm.metrics) {
+        if (m.descriptor.name !== 'baton.leader.takeover_gap') continue;
+        for (const p of m.dataPoints) gapHistogram = { count: (p.value as { count: number }).count, kind: String(p.attributes['baton.takeover.kind']) };
+      }
+    }
   } finally {
     failing = false;
     await a.stop();
@@ -91,4 +99,11 @@ test('a span per term with its events and status, and the leader gauges, through
   assert.match(String(failed[0]!.attributes?.['exception.message']), /injected write failure/);
   assert.equal(first.events.at(-1)?.name, 'baton.step_down');
   assert.deepEqual([second.attributes['baton.identity'], second.attributes['baton.stop_reason'], second.status.code], ['b', 'stopped', 0]);
+  // How each term began: a found the lock free; b took over after a's lease ran out.
+  assert.equal(first.attributes['baton.takeover.kind'], 'first');
+  assert.deepEqual([second.attributes['baton.takeover.kind'], second.attributes['baton.previous_holder']], ['failover', 'a']);
+  const gapMs = second.attributes['baton.takeover.gap_ms'] as number;
+  assert.ok(gapMs >= 500 && gapMs < 10_000, `failover gap ${gapMs} ms: at least most of a lease (1 s) after a's last renewal`);
+  assert.deepEqual(gapHistogram, { count: 1, kind: 'failover' });
+  console.log(`# failover gap ${gapMs} ms (lease 1000 ms)`);
 });

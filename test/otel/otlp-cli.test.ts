@@ -107,6 +107,13 @@ test('baton run exports a span per term, the step-down event and the leader gaug
   assert.ok(stepDown, 'the step-down is an event of the span');
   assert.equal(attr(stepDown.attributes, 'baton.stop_reason'), 'step-down-requested');
   assert.ok(BigInt(second.startTimeUnixNano) >= BigInt(first.endTimeUnixNano), 'term 2 began after term 1 ended');
+  // How each term began: a found the lock free; b took it over when a released it.
+  assert.equal(attr(first.attributes, 'baton.takeover.kind'), 'first');
+  assert.equal(attr(second.attributes, 'baton.takeover.kind'), 'handover');
+  assert.equal(attr(second.attributes, 'baton.previous_holder'), 'a');
+  const gapMs = attr(second.attributes, 'baton.takeover.gap_ms') as number;
+  assert.ok(gapMs >= 0 && gapMs < 5_000, `handover gap ${gapMs} ms`);
+  console.log(`# handover gap ${gapMs} ms; ${posts.length} OTLP posts received`);
   const resource = posts.find((p) => p.path === '/v1/traces')!.body.resourceSpans[0].resource.attributes as KeyValue[];
   assert.equal(attr(resource, 'service.name'), 'reports');
   // The gauges: a led, then not; b waited, then led.
