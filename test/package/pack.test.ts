@@ -1,8 +1,8 @@
 /**
  * The package as a user gets it: `npm pack`, then a fresh project installs the tarball with
  * the Node line running this test and uses it the way the README says — `npx baton --version`,
- * `npx baton demo`, an ESM consumer of the library, of `<name>/testing` and of
- * `<name>/node-cron`, a TypeScript consumer type-checked against the shipped declarations,
+ * `npx baton demo`, an ESM consumer of the library, of `<name>/testing`, `<name>/node-cron`
+ * and `<name>/otel`, a TypeScript consumer type-checked against the shipped declarations,
  * every TypeScript block of the README and docs/ that imports the package type-checked against
  * them too, and a store whose optional SDK is not
  * installed (one line naming the npm install, exit 78 — not a crash).
@@ -104,7 +104,7 @@ describe(`the packed ${pkg.name} on Node ${process.versions.node}`, () => {
     assert.doesNotMatch(r.stderr, /ExperimentalWarning/);
   });
 
-  test('an ESM consumer of the library, of /testing and of /node-cron', () => {
+  test('an ESM consumer of the library, of /testing, /node-cron and /otel', () => {
     writeFileSync(
       join(project, 'consumer.mjs'),
       `import { LeaderElector, openStore, parseDuration } from '${pkg.name}';
@@ -113,6 +113,11 @@ import { runCoordinator } from '${pkg.name}/node-cron';
 if (typeof storeConformanceSuite !== 'function' || typeof FakeClock !== 'function') throw new Error('testing exports missing');
 // The node-cron adapter loads without node-cron installed: node-cron calls it, not the other way.
 if (typeof runCoordinator({ store: 'memory:consumer' }).shouldRun !== 'function') throw new Error('node-cron export missing');
+// /otel on the global (no-op) OpenTelemetry provider: @opentelemetry/api comes with prom-client.
+const { instrumentElectorOtel } = await import('${pkg.name}/otel');
+const otelElector = new LeaderElector({ store: await openStore('memory:otel'), lock: 'otel' });
+const telemetry = await instrumentElectorOtel(otelElector, { store: 'memory:otel' });
+telemetry.close();
 const store = await openStore('memory:consumer');
 const elector = new LeaderElector({ store, lock: 'consumer', leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 });
 const { term } = await new Promise((resolve) => { elector.once('elected', resolve); elector.start(); });
