@@ -1,14 +1,20 @@
 /**
- * The README's three examples, run as a reader would paste them: each block follows a
+ * The README's examples and shell blocks, run as a reader would paste them: each block follows a
  * `<!-- readme-test: NAME -->` marker and is taken from the README at test time, so an example
- * that stops working fails here. The store is a private SQLite file (BATON_STORE), and the
- * package resolves by its published name through a node_modules link to this checkout.
+ * that stops working fails here, and a shell block without a marker naming a test fails too.
+ * The store is a private SQLite file (BATON_STORE), and the package resolves by its published
+ * name through a node_modules link to this checkout. The `install` block runs in
+ * test/package/pack.test.ts, against the packed package.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
-import { BATON_BIN, ROOT, TempDir, cleanEnv, runCli, waitFor } from './harness/cli.js';
+import { BATON_BIN, BatonProcess, ROOT, TempDir, cleanEnv, runCli, waitFor } from './harness/cli.js';
+import { docBlocks } from './harness/doc-blocks.js';
+
+/** TESTED names every README shell block's test: here, or `install` in test/package/pack.test.ts. */
+const TESTED = ['clone', 'install', 'cron-line', 'migrations', 'any-language'];
 
 const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
 const pkgName = (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { name: string }).name;
@@ -73,5 +79,62 @@ describe('README examples', () => {
     const again = await runCli(argv.slice(1), { env, cwd: dir.path, timeoutMs: 60_000 });
     assert.equal(again.code, 0, again.stderr);
     assert.equal(readFileSync(dir.join('migrations.log'), 'utf8').trim().split('\n').length, 1);
+  });
+
+  test('every shell block of the README carries a readme-test marker that names its test', () => {
+    const shell = docBlocks(ROOT, 'README.md').filter((b) => b.lang === 'sh' || b.lang === 'bash');
+    assert.ok(shell.length >= TESTED.length, `only ${shell.length} shell blocks`);
+    for (const b of shell) {
+      const name = b.comments.map((c) => /^readme-test: (\S+)$/.exec(c)?.[1]).find(Boolean);
+      assert.ok(name && TESTED.includes(name), `README.md:${b.line}: a shell block without a tested readme-test marker (${name ?? 'none'})`);
+    }
+  });
+
+  test('clone: `npm ci` is what CI runs first on its fresh clone; `npx baton demo` then runs the tour', async () => {
+    const [first, second] = block('clone').split('\n').map((l) => l.replace(/#.*$/, '').trim());
+    const steps = first!.split('&&').map((x) => x.trim());
+    assert.deepEqual(steps.slice(0, 1), ['npm ci']);
+    // CI runs scripts/test-all.sh on a fresh clone, and that script's own install is this `npm ci`:
+    // running it here would replace node_modules under the other tests.
+    assert.match(readFileSync(`${ROOT}/scripts/test-all.sh`, 'utf8'), /^npm ci\b/m);
+    assert.equal(second, 'bash scripts/test-all.sh');
+    const npmExec = steps[1]!.split(/\s+/);
+    assert.deepEqual(npmExec.slice(0, 2), ['npx', 'baton']);
+    const home = new TempDir();
+    try {
+      // The default store (no BATON_STORE): the embedded SQLite file under a private XDG_STATE_HOME.
+      const r = spawnSync(npmExec[0]!, npmExec.slice(1), { cwd: ROOT, env: cleanEnv(home.path), encoding: 'utf8', timeout: 120_000 });
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /crash failover/);
+      assert.match(r.stdout, /terms: 1 → 2 → 3/);
+    } finally {
+      home.remove();
+    }
+  });
+
+  test('any-language: the PHP line runs only on the leader, and status prints the lock as JSON', async () => {
+    // `php` here is a stand-in for the reader's own app: a script that records that it ran.
+    writeFileSync(dir.join('bin', 'php'), '#!/bin/sh\necho "$@" >> php.log\n');
+    chmodSync(dir.join('bin', 'php'), 0o755);
+    writeFileSync(dir.join('any-language.sh'), block('any-language'));
+    const sh = () => spawnSync('sh', ['-e', 'any-language.sh'], { cwd: dir.path, env, encoding: 'utf8', timeout: 30_000 });
+    const janitor = new BatonProcess(['run', '--lock', 'queue-janitor', '--', 'sleep', '60'], { env, cwd: dir.path });
+    const report = new BatonProcess(['run', '--lock', 'nightly-report', '--', 'sleep', '60'], { env, cwd: dir.path });
+    try {
+      await waitFor('both locks to be held', async () => (await runCli(['is-leader', '--lock', 'queue-janitor'], { env })).code === 0 && (await runCli(['is-leader', '--lock', 'nightly-report'], { env })).code === 0, 20_000, 100);
+      const leading = sh();
+      assert.equal(leading.status, 0, leading.stderr);
+      assert.equal(readFileSync(dir.join('php.log'), 'utf8'), 'janitor.php\n');
+      const status = JSON.parse(leading.stdout) as unknown;
+      assert.match(JSON.stringify(status), /nightly-report/);
+      janitor.signal('SIGTERM');
+      await janitor.waitForExit(15_000);
+      const standby = sh();
+      assert.equal(standby.status, 0, standby.stderr);
+      assert.equal(readFileSync(dir.join('php.log'), 'utf8'), 'janitor.php\n', 'not the leader: the app did not run');
+    } finally {
+      await janitor.kill();
+      await report.kill();
+    }
   });
 });

@@ -14,6 +14,7 @@ import { BatonError } from '../core/errors.js';
 import { defaultStoreUrl, parseStoreUrl, redactUrl } from '../stores/registry.js';
 import type { LeaseStore } from '../core/store.js';
 import { outputSettings, printable, say } from './output.js';
+import { exportTelemetry } from './telemetry.js';
 
 /** Options every lease-using command accepts. */
 export interface CommonOptions {
@@ -138,9 +139,11 @@ export function storeLabel(opts: CommonOptions): string {
   return redactUrl(opts.store ?? defaultStoreUrl());
 }
 
-/** makeElector builds an elector from the common options. */
+/** makeElector builds an elector from the common options (followed by the OTLP exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
 export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: { progressTimeoutMs?: number } = {}): LeaderElector {
-  return new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing, ...extra });
+  const elector = new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing, ...extra });
+  exportTelemetry(elector, storeLabel(opts));
+  return elector;
 }
 
 /** requireCommand returns the words after `--`, or throws a usage error whose example fits the command. */

@@ -36,6 +36,7 @@ const OTHER_VARIABLES: ReadonlyArray<readonly [string, string]> = [
   ['XDG_STATE_HOME', 'where the default SQLite store lives: $XDG_STATE_HOME/baton/baton.db (else ~/.local/state/baton/baton.db)'],
   ['BATON_SQLITE_DRIVER', 'node or better-sqlite3: the SQLite driver to use (default: node:sqlite when the Node version has it)'],
   ['PG*, KUBECONFIG, AWS_*', 'read by the store\'s own client library (docs/stores)'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_*', 'run, serve, cron and once send a span per term and leader gauges over OTLP/HTTP JSON (docs/serve.md)'],
 ];
 
 /** Variables baton sets for the command it runs. */

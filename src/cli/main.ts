@@ -11,6 +11,7 @@ import { printError } from './common.js';
 import { COMMANDS } from './commands/index.js';
 import { groupCommands, topLevelHelp } from './help.js';
 import { configureOutput, printable } from './output.js';
+import { shutdownTelemetry } from './telemetry.js';
 
 /** commanderLine is commander's error as baton's one line (its first line, escaped). */
 const commanderLine = (prefix: string, str: string) =>
@@ -51,8 +52,10 @@ export async function main(argv: string[]): Promise<number> {
       (program as unknown as { unknownCommand(): never }).unknownCommand();
     }
     await program.parseAsync(argv);
+    await shutdownTelemetry();
     return ExitCode.ok;
   } catch (err) {
+    await shutdownTelemetry();
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return ExitCode.ok;
       return exitCodeFor(err);

@@ -42,8 +42,11 @@ import type { RunOutcome } from './runner.js';
 export const HISTORY = 100;
 const MAX_VALUE_CHARS = 60_000;
 
-/** SlotStatus: running, ok (exit 0), failed (non-zero exit), cut (stopped before it finished). */
-export type SlotStatus = 'running' | 'ok' | 'failed' | 'cut';
+/**
+ * SlotStatus: running, ok (exit 0), failed (non-zero exit), cut (stopped before it finished),
+ * done (finished, by a scheduler that does not say whether it succeeded: node-cron).
+ */
+export type SlotStatus = 'running' | 'ok' | 'failed' | 'cut' | 'done';
 
 /** SlotRecord is one claimed slot. Wall times are the claimer's, for people to read. */
 export interface SlotRecord {
@@ -196,6 +199,22 @@ export async function finishSlot(ledger: Ledger, lock: string, claim: string, ou
       ...(outcome.kind === 'exit' && outcome.signal ? { signal: outcome.signal } : {}),
       ...(outcome.kind === 'cut' ? { reason: outcome.reason } : outcome.error ? { reason: outcome.error } : { reason: undefined }),
     };
+    return { write: { ...head, slots }, then: () => true };
+  });
+}
+
+/**
+ * markSlot sets a claimed slot's final status when the claimer knows only that the run ended
+ * (`done`) or that it was stopped (`cut`, with `reason`): the node-cron adapter's case.
+ * Resolves false if the record has left the history.
+ */
+export async function markSlot(ledger: Ledger, lock: string, claim: string, status: 'done' | 'cut', wallMs: number, reason?: string): Promise<boolean> {
+  return updateJson<CronHead, boolean>(ledger, cronLedgerKey(lock), (cur) => {
+    const head = cur?.value;
+    const index = head ? head.slots.findIndex((s) => s.claim === claim) : -1;
+    if (!head || index < 0) return { done: false };
+    const slots = [...head.slots];
+    slots[index] = { ...slots[index]!, status, finishedAt: new Date(wallMs).toISOString(), ...(reason ? { reason } : {}) };
     return { write: { ...head, slots }, then: () => true };
   });
 }

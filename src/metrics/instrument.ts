@@ -55,6 +55,12 @@ const families = new WeakMap<Registry, Families>();
  * - `baton_store_errors_total{lock}` store failures the elector reported.
  * - `baton_step_downs_total{lock,reason}` leaderships of this candidate that ended, by the
  *   `stopped` event's reason ('hung': the work stopped reporting progress, docs/watchdog.md).
+ * - `leader_election_master_status{name}` client-go's gauge under its own name and label, so
+ *   dashboards and alerts written for Kubernetes controllers work unchanged: 1 while this
+ *   process leads the lock `name`, 0 while it is a standby (the same reading as
+ *   `baton_is_leader`). client-go's `leader_election_slowpath_total` is not exposed: it counts
+ *   leader renewals that had to re-read the lease first, and a baton leader always renews with
+ *   one compare-and-set on the revision it holds (a refusal ends or adopts the term instead).
  *
  * Calling it again for the same elector and registry returns the existing instrumentation.
  */
@@ -106,6 +112,7 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
       for (const reason of reasons) f.stepDowns.remove({ ...labels, reason });
       own.close();
       for (const name of ALL_NAMES) (registry.getSingleMetric(name) as Gauge<'lock'> | undefined)?.remove(labels);
+      (registry.getSingleMetric(CLIENT_GO_STATUS) as Gauge<'name'> | undefined)?.remove({ name: elector.lock });
     },
   };
   f.tracked.set(elector, { handle, t: { elector, own } });
@@ -120,6 +127,9 @@ const ALL_NAMES = [
   'baton_last_renew_age_seconds',
   'baton_store_errors_total',
 ];
+
+/** CLIENT_GO_STATUS is client-go's leader gauge (k8s.io/component-base's leaderelection metrics). */
+const CLIENT_GO_STATUS = 'leader_election_master_status';
 
 /** heldKey names a held lease (holder and term); undefined for none or a free lease. */
 function heldKey(e: Pick<LeaderEvent, 'holder' | 'term'> | null): string | undefined {
@@ -141,6 +151,15 @@ function familiesFor(registry: Registry): Families {
     registers,
     collect() {
       each((t) => this.set({ lock: t.elector.lock }, t.elector.isLeader() ? 1 : 0));
+    },
+  });
+  new Gauge({
+    name: CLIENT_GO_STATUS,
+    help: "client-go's leader gauge: 1 while this instance leads the lock 'name', 0 while it is a standby. Group by name.",
+    labelNames: ['name'],
+    registers,
+    collect() {
+      each((t) => this.set({ name: t.elector.lock }, t.elector.isLeader() ? 1 : 0));
     },
   });
   new Gauge({

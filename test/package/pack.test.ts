@@ -1,8 +1,10 @@
 /**
  * The package as a user gets it: `npm pack`, then a fresh project installs the tarball with
  * the Node line running this test and uses it the way the README says — `npx baton --version`,
- * `npx baton demo`, an ESM consumer of the library and of `<name>/testing`, a TypeScript
- * consumer type-checked against the shipped declarations, and a store whose optional SDK is not
+ * `npx baton demo`, an ESM consumer of the library, of `<name>/testing`, `<name>/node-cron`
+ * and `<name>/otel`, a TypeScript consumer type-checked against the shipped declarations,
+ * every TypeScript block of the README and docs/ that imports the package type-checked against
+ * them too, and a store whose optional SDK is not
  * installed (one line naming the npm install, exit 78 — not a crash).
  *
  * On a Node line without `node:sqlite` (Node 20) the project also installs better-sqlite3, as
@@ -11,11 +13,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT } from '../harness/cli.js';
+import { docBlocks, docFiles, tsContext } from '../harness/doc-blocks.js';
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
 const NODE = process.execPath;
@@ -87,20 +90,34 @@ describe(`the packed ${pkg.name} on Node ${process.versions.node}`, () => {
     assert.match(out.trim(), new RegExp(`^(baton )?${pkg.version.replace(/\./g, '\\.')}$`));
   });
 
-  test('npx baton demo runs the tour to the end', () => {
-    const r = run(NODE, [npmCli(), 'exec', '--', 'baton', 'demo'], project, 120_000);
+  test("the README's install block: npm install (here the tarball), then npx baton demo runs the tour to the end", () => {
+    const readme = docBlocks(ROOT, 'README.md').find((b) => b.comments.includes('readme-test: install'));
+    assert.ok(readme, 'README has no block marked readme-test: install');
+    const [install, demo] = readme.code.split('\n').map((l) => l.replace(/#.*$/, '').trim().split(/\s+/));
+    // before() ran the first line with the packed tarball in place of the published name.
+    assert.deepEqual(install, ['npm', 'install', pkg.name]);
+    assert.deepEqual(demo!.slice(0, 1), ['npx']);
+    const r = run(NODE, [npmCli(), 'exec', '--', ...demo!.slice(1)], project, 120_000);
     const out = ok(r, 'npx baton demo');
     assert.match(out, /crash failover/);
     assert.match(out, /terms: 1 → 2 → 3/);
     assert.doesNotMatch(r.stderr, /ExperimentalWarning/);
   });
 
-  test('an ESM consumer of the library and of /testing', () => {
+  test('an ESM consumer of the library, of /testing, /node-cron and /otel', () => {
     writeFileSync(
       join(project, 'consumer.mjs'),
       `import { LeaderElector, openStore, parseDuration } from '${pkg.name}';
 import { FakeClock, storeConformanceSuite } from '${pkg.name}/testing';
+import { runCoordinator } from '${pkg.name}/node-cron';
 if (typeof storeConformanceSuite !== 'function' || typeof FakeClock !== 'function') throw new Error('testing exports missing');
+// The node-cron adapter loads without node-cron installed: node-cron calls it, not the other way.
+if (typeof runCoordinator({ store: 'memory:consumer' }).shouldRun !== 'function') throw new Error('node-cron export missing');
+// /otel on the global (no-op) OpenTelemetry provider: @opentelemetry/api comes with prom-client.
+const { instrumentElectorOtel } = await import('${pkg.name}/otel');
+const otelElector = new LeaderElector({ store: await openStore('memory:otel'), lock: 'otel' });
+const telemetry = await instrumentElectorOtel(otelElector, { store: 'memory:otel' });
+telemetry.close();
 const store = await openStore('memory:consumer');
 const elector = new LeaderElector({ store, lock: 'consumer', leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 200 });
 const { term } = await new Promise((resolve) => { elector.once('elected', resolve); elector.start(); });
@@ -134,6 +151,59 @@ new LeaderElector({ store: await openStore('memory:'), lock: 'ts', leaseDuration
     );
     // The repository's own TypeScript compiler, run on the consumer project.
     ok(run(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json']), 'tsc on the consumer');
+  });
+
+  test('every TypeScript block in README.md and docs/ that imports the package type-checks against it', () => {
+    const imports = new RegExp(`from '${pkg.name}(/[^']*)?'`);
+    const blocks = docFiles(ROOT)
+      .flatMap((f) => docBlocks(ROOT, f))
+      .filter((b) => (b.lang === 'ts' || b.lang === 'typescript') && imports.test(b.code));
+    assert.ok(blocks.length >= 15, `found only ${blocks.length} blocks`);
+    const dir = join(project, 'doc-blocks');
+    mkdirSync(dir, { recursive: true });
+    const sdks = new Set<string>();
+    const files = blocks.map((b) => {
+      const name = `${b.file.replace(/\W+/g, '-')}-${b.line}.ts`;
+      // The block first, so a compiler error's line is the block's line; the reader's own code after it.
+      writeFileSync(join(dir, name), `${b.code}\n${tsContext(b)}\n`);
+      for (const m of b.code.matchAll(/from '([^'.][^']*)'/g)) {
+        const spec = m[1]!;
+        if (spec.startsWith('node:') || spec === pkg.name || spec.startsWith(`${pkg.name}/`)) continue;
+        sdks.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      }
+      return { name, block: b };
+    });
+    // A store's SDK comes as the reader installs it; here it is the repository's copy (a link, as
+    // npm link makes), with its @types package where it has one — removed again afterwards, since
+    // the tests below need the SDKs missing.
+    const links: string[] = [];
+    for (const sdk of sdks) {
+      for (const name of [sdk, `@types/${sdk.replace(/^@/, '').replace('/', '__')}`]) {
+        const from = join(ROOT, 'node_modules', name);
+        const to = join(project, 'node_modules', name);
+        if (!existsSync(from) || existsSync(to)) continue;
+        mkdirSync(dirname(to), { recursive: true });
+        symlinkSync(from, to);
+        links.push(to);
+      }
+    }
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] }, files: files.map((f) => f.name) }),
+    );
+    let r: SpawnSyncReturns<string>;
+    try {
+      r = run(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], dir);
+    } finally {
+      for (const link of links) rmSync(link);
+    }
+    // Errors point at the Markdown: FILE.ts(L,C) → docs/x.md:(fence line + L).
+    const where = (r.stdout + r.stderr).replace(/^(\S+\.ts)\((\d+),(\d+)\)/gm, (all, f: string, l: string) => {
+      const hit = files.find((x) => x.name === f);
+      return hit ? `${hit.block.file}:${hit.block.line + Number(l)}` : all;
+    });
+    assert.equal(r.status, 0, `doc blocks do not type-check:\n${where}`.slice(0, 6000));
+    console.log(`# ${blocks.length} doc blocks type-checked: ${blocks.map((b) => `${b.file}:${b.line}`).join(' ')}`);
   });
 
   test('a store whose optional SDK is missing: one line naming the npm install, exit 78', () => {

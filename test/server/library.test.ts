@@ -99,6 +99,7 @@ test('instrumentElector: a caller registry, two locks, transitions counted once,
   let s = parsePrometheus(await registry.metrics()).samples;
   for (const lock of ['x', 'y']) {
     assert.equal(metric(s, 'baton_is_leader', { lock }), 1);
+    assert.equal(metric(s, 'leader_election_master_status', { name: lock }), 1);
     assert.equal(metric(s, 'baton_term', { lock }), 1);
     assert.equal(metric(s, 'baton_leader_transitions_total', { lock }), 1);
   }
@@ -111,6 +112,8 @@ test('instrumentElector: a caller registry, two locks, transitions counted once,
   my.close();
   s = parsePrometheus(await registry.metrics()).samples;
   assert.equal(metric(s, 'baton_is_leader', { lock: 'y' }), undefined);
+  assert.equal(metric(s, 'leader_election_master_status', { name: 'y' }), undefined, 'close drops the client-go series too');
+  assert.equal(metric(s, 'leader_election_master_status', { name: 'x' }), 1);
   assert.equal(metric(s, 'baton_is_leader', { lock: 'x' }), 1);
   mx.close();
 });

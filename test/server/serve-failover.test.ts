@@ -48,6 +48,10 @@ test('three serve processes: endpoints and metrics before, during and after a SI
   assert.equal(metric(before.get(a)!, 'baton_is_leader', { lock: 'svc' }), 1);
   assert.equal(metric(before.get(b)!, 'baton_is_leader', { lock: 'svc' }), 0);
   assert.equal(metric(before.get(c)!, 'baton_is_leader', { lock: 'svc' }), 0);
+  // client-go's gauge, for the dashboards and alerts Kubernetes users already have.
+  assert.equal(metric(before.get(a)!, 'leader_election_master_status', { name: 'svc' }), 1);
+  assert.equal(metric(before.get(b)!, 'leader_election_master_status', { name: 'svc' }), 0);
+  assert.equal(metric(before.get(c)!, 'leader_election_master_status', { name: 'svc' }), 0);
   for (const s of [a, b, c]) assert.equal(metric(before.get(s)!, 'baton_term', { lock: 'svc' }), first.term);
   assert.equal(metric(before.get(a)!, 'baton_leader_transitions_total', { lock: 'svc' }), 1, 'the leader saw its own election');
   assert.equal(metric(before.get(b)!, 'baton_leader_transitions_total', { lock: 'svc' }), 0, 'a standby does not count the leader it found');
@@ -92,6 +96,8 @@ test('three serve processes: endpoints and metrics before, during and after a SI
   const loser = await scrape(other.url);
   assert.equal(metric(winner, 'baton_is_leader', { lock: 'svc' }), 1);
   assert.equal(metric(loser, 'baton_is_leader', { lock: 'svc' }), 0);
+  assert.equal(metric(winner, 'leader_election_master_status', { name: 'svc' }), 1);
+  assert.equal(metric(loser, 'leader_election_master_status', { name: 'svc' }), 0);
   assert.equal(metric(winner, 'baton_term', { lock: 'svc' }), next.v.term);
   assert.equal(metric(loser, 'baton_term', { lock: 'svc' }), next.v.term);
   assert.equal(metric(winner, 'baton_leader_transitions_total', { lock: 'svc' }), 1);
