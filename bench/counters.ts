@@ -300,12 +300,12 @@ export async function dynaliteCounter(statsUrl: string): Promise<ServerCounter> 
   };
 }
 
-/** k8sCounter reads the fake API server's own request counts (see infra/fakes/k8s-api.ts). */
+/** k8sCounter reads the API server's own request counts (KubeApiServer.requestTotals: apiserver_request_total). */
 export async function k8sCounter(counts: () => Promise<Record<string, number>>): Promise<ServerCounter> {
   const snapshot = async (): Promise<Counts> => new Map(Object.entries(await counts()));
   await snapshot(); // fails here, at start, if the server has no counter
   return {
-    source: 'fake API server GET /fake/stats (HTTP requests served by verb; a watch is one request)',
+    source: 'kube-apiserver apiserver_request_total{resource="leases"} by verb (a watch counts when it ends; includes the server\'s own identity Lease, 0.1 updates/s)',
     perRole: false,
     async begin() {
       return { snapshot, end: async () => {} };

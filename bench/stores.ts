@@ -6,8 +6,9 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
+import { kubeVersions } from '../infra/kube/binaries.js';
 import { azuriteCounter, dynaliteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter, zooKeeperCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
@@ -52,15 +53,8 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
   { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
   { name: 'mysql', scheme: 'mysql', notifies: false, start: startMysql },
-  // A fake API server (no kube-apiserver can run here): figures show baton's request pattern,
-  // not a real control plane's latency.
-  {
-    name: 'k8s',
-    scheme: 'k8s',
-    notifies: true,
-    start: startK8sFake,
-    scaleLimit: { leases: 100, why: 'the fake API server rewrites its whole state file on every write, so beyond 100 leases the scale rows would measure the fake' },
-  },
+  // A real kube-apiserver (v1.36, infra/servers/kube-apiserver.ts) over its own etcd 3.6.
+  { name: 'k8s', scheme: 'k8s', notifies: true, start: startKubeApiServer },
   { name: 'zookeeper', scheme: 'zk', notifies: true, start: startZooKeeper },
 ]);
 
@@ -250,13 +244,15 @@ async function startDynalite(): Promise<BenchStore> {
   };
 }
 
-async function startK8sFake(): Promise<BenchStore> {
-  const server = await started(new K8sFakeServer());
-  const counter = await k8sCounter(() => server.requestCounts());
+async function startKubeApiServer(): Promise<BenchStore> {
+  // Counted from apiserver_request_total: an audit log line per request would load the server.
+  const server = await started(new KubeApiServer({ audit: false }));
+  const counter = await k8sCounter(() => server.requestTotals());
+  const v = kubeVersions();
   return {
     name: 'k8s',
     url: server.url(),
-    serverVersion: 'fake Kubernetes API server (infra/fakes/k8s-api.ts: HTTPS, Leases, state file written on every change)',
+    serverVersion: `kube-apiserver ${v.kube} over etcd ${v.etcd} (built from the Go modules by infra/kube/build.sh; default limits: --max-requests-inflight 400, --max-mutating-requests-inflight 200, API Priority and Fairness on)`,
     counter,
     async stop() {
       await counter.close();

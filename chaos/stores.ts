@@ -13,14 +13,14 @@
  * that lists them all; their store fault kills or freezes one member at a time (runningCluster),
  * which the store must survive. Candidates reach the members directly: no partitions.
  *
- * Kubernetes runs against the fake API server (infra/fakes/k8s-api.ts, a fake because no
- * kube-apiserver can run here). Its store URL names a kubeconfig, and a kubeconfig names the
- * server's address, so each partition proxy gets its own kubeconfig naming the proxy's port
- * (the server certificate is for IP 127.0.0.1, whatever the port).
+ * Kubernetes runs against a real kube-apiserver over a real etcd 3.6 (infra/servers/kube-apiserver.ts);
+ * its store fault restarts or freezes the API server. Its store URL names a kubeconfig, and a
+ * kubeconfig names the server's address, so each partition proxy gets its own kubeconfig naming
+ * the proxy's port (the server certificate is for IP 127.0.0.1, whatever the port).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -113,7 +113,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
   // query, so partitions rewrite it. Requests time out after 400 ms, inside the renew deadline.
   dynamodb: { name: 'dynamodb', scheme: 'dynamodb', network: true, polls: true, timing: SHORT, start: startDynalite, storeFaults: SERVER_FAULTS },
-  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startK8sFake, storeFaults: SERVER_FAULTS },
+  k8s: { name: 'k8s', scheme: 'k8s', network: true, timing: SHORT, start: startKubeApiServer, storeFaults: SERVER_FAULTS },
   // ZooKeeper expires sessions on its tick (200 ms here), so a dead leader's node can outlive
   // its lease by up to one tick: the retry period covers that, as etcd's does its sweep.
   // A queue store: a campaign enqueues, then reads the line, and claims only if it is first —
@@ -191,17 +191,20 @@ async function startServer(server: ManagedServer & { url: string | ((...args: ne
   return running(server, via(server.port), via);
 }
 
-async function startK8sFake(): Promise<RunningStore> {
-  const server = new K8sFakeServer();
+async function startKubeApiServer(): Promise<RunningStore> {
+  // No audit log: a chaos run counts nothing at the server, and it would load the server.
+  const server = new KubeApiServer({ audit: false });
   await server.start();
   const kubeconfig = readFileSync(server.kubeconfig, 'utf8');
-  const direct = `server: ${server.server}`;
-  if (!kubeconfig.includes(direct)) throw new Error(`the fake's kubeconfig does not name ${server.server}`);
-  return running(server, server.url(), (port) => {
+  const named = `server: ${server.server}`;
+  if (!kubeconfig.includes(named)) throw new Error(`the API server's kubeconfig does not name ${server.server}`);
+  // Candidates reach the API server itself (server.port), each through its own partition proxy.
+  const via = (port: number) => {
     const path = join(server.dir, `kubeconfig-via-${port}`);
-    writeFileSync(path, kubeconfig.replace(direct, `server: https://127.0.0.1:${port}`));
+    writeFileSync(path, kubeconfig.replace(named, `server: https://127.0.0.1:${port}`));
     return `k8s://default?kubeconfig=${encodeURIComponent(path)}`;
-  });
+  };
+  return running(server, via(server.port), via);
 }
 
 /** running is a started managed server as the harness breaks and mends it (restart or freeze). */

@@ -32,3 +32,10 @@ export function kubeBinDir(): string {
 export function kubeBinary(name: 'kube-apiserver' | 'kubectl' | 'etcd' | 'etcdctl' | 'leader-elector'): string {
   return join(kubeBinDir(), name);
 }
+
+/** kubeVersions reads what the built binaries say they are (for reports): e.g. v1.36.3 and 3.6.16. */
+export function kubeVersions(): { kube: string; etcd: string } {
+  const kube = execFileSync(kubeBinary('kube-apiserver'), ['--version'], { encoding: 'utf8' }).trim().replace(/^Kubernetes /, '');
+  const etcd = /etcd Version: (\S+)/.exec(execFileSync(kubeBinary('etcd'), ['--version'], { encoding: 'utf8' }))?.[1] ?? 'unknown';
+  return { kube, etcd };
+}
