@@ -3,7 +3,7 @@
  * on stderr plus a sysexits-style exit code.
  */
 import { Command, Option } from 'commander';
-import { LeaderElector } from '../core/elector.js';
+import { LeaderElector, type LeaderElectorOptions } from '../core/elector.js';
 import { InvalidConfigError, UsageError, errorMessage } from '../core/errors.js';
 import { CliExit, exitCodeFor } from './exit-codes.js';
 import { parseDuration } from '../core/duration.js';
@@ -140,7 +140,7 @@ export function storeLabel(opts: CommonOptions): string {
 }
 
 /** makeElector builds an elector from the common options (followed by the OTLP exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
-export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: { progressTimeoutMs?: number } = {}): LeaderElector {
+export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: Pick<LeaderElectorOptions, 'progressTimeoutMs' | 'beforeRelease'> = {}): LeaderElector {
   const elector = new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing, ...extra });
   exportTelemetry(elector, storeLabel(opts));
   return elector;

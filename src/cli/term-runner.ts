@@ -125,3 +125,25 @@ export function runTerm(window: LeadershipWindow, command: TermCommand): TermRun
     },
   };
 }
+
+/**
+ * TermExits holds, per term, when that term's command has exited, for the elector's
+ * `beforeRelease`: a lease is released only once the command of its term is dead, whatever
+ * ended the term (a step-down asked for, a drain, a signal to baton, hung work). Only the
+ * latest term is kept: a runner starts a term's command only after the previous one exited.
+ */
+export class TermExits {
+  private term?: number;
+  private exited: Promise<unknown> = Promise.resolve();
+
+  /** track records the command run for `term`. */
+  track(term: number, run: TermRun): void {
+    this.term = term;
+    this.exited = run.done.catch(() => {});
+  }
+
+  /** beforeRelease resolves once the command of `term` (if one ran for it) has exited. */
+  readonly beforeRelease = async (term: number): Promise<void> => {
+    if (term === this.term) await this.exited;
+  };
+}

@@ -90,6 +90,14 @@ export interface LeaderElectorOptions extends Partial<Timing> {
    * Default: none (leadership does not depend on progress).
    */
   progressTimeoutMs?: number;
+  /**
+   * Awaited before this candidate releases a lease it led (a step-down asked for, stop(),
+   * resign(), no progress), with the term being given up: resolve once the work of that term
+   * has stopped. Until then the lease is neither renewed nor released, so nobody else can lead
+   * before the work is done or the lease has run out. `baton run` waits here for its command to
+   * exit. Default: none (the release follows the signal's abort at once).
+   */
+  beforeRelease?: (term: number) => Promise<void>;
 }
 
 /** nextElected resolves with the next `elected` event of `emitter`, or rejects when `signal` aborts. */

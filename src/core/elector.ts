@@ -18,7 +18,7 @@ import { HangStreak, recordStepDown } from './hang-backoff.js';
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
 /** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
-const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', 'progressTimeoutMs', ...TIMING_KEYS] as const;
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', 'progressTimeoutMs', 'beforeRelease', ...TIMING_KEYS] as const;
 
 /**
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
@@ -84,6 +84,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** While `elected` listeners run: a `stopped` raised meanwhile is held until they are done. */
   private announcing = false;
   private deferredStop?: StoppedEvent;
+  /** beforeRelease: the work of a term has stopped (see the option). */
+  private readonly beforeRelease?: (term: number) => Promise<void>;
   /** progressTimeoutMs: the work's heartbeats keep leadership (see the option). */
   private readonly progressTimeoutMs?: number;
   /** The pending "no progress" timer of the current leadership, and the leadership it is for. */
@@ -111,6 +113,10 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.hangStreak = new HangStreak(v);
     }
     this.releaseOnStop = options.releaseOnStop ?? true;
+    if (options.beforeRelease !== undefined && typeof options.beforeRelease !== 'function') {
+      throw new InvalidConfigError(`beforeRelease: must be a function returning a promise, got ${typeof options.beforeRelease}`);
+    }
+    this.beforeRelease = options.beforeRelease;
     // `instance` tells this elector's own records from those of an earlier process that used
     // the same identity (see isOrphanOfOurs()).
     this.instance = randomBytes(6).toString('hex');
@@ -536,6 +542,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** release frees our record (compare-and-set to no holder), retrying once if only its flag changed. */
   private async release(record: LeaseRecord): Promise<void> {
+    // The work of the term stops before the lease can go to anyone else (beforeRelease).
+    if (this.beforeRelease) await this.beforeRelease(record.term).catch((err) => this.reportError(err));
     let expected = record;
     for (let attempt = 0; attempt < 3; attempt++) {
       const result = await this.store.write(this.lock, expected.revision, releaseWrite(expected, this.clock.wallMs()));

@@ -29,7 +29,7 @@ import { InvalidConfigError } from '../../core/errors.js';
 import { jobOutcome } from '../job-outcome.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
-import { runTerm, type TermRun } from '../term-runner.js';
+import { TermExits, runTerm, type TermRun } from '../term-runner.js';
 import { statusSections, type StatusSection } from './status.js';
 
 interface CronCliOptions extends CommonOptions {
@@ -81,8 +81,9 @@ export function register(program: Command): void {
       const store = await openCliStore(storeTarget(opts));
       try {
         requireLedger(store, 'cron');
-        const elector = makeElector(store, opts, lock, timing);
-        throw new CliExit(await cronLoop(store, elector, argv, schedule, missed));
+        const exits = new TermExits();
+        const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease });
+        throw new CliExit(await cronLoop(store, elector, argv, schedule, missed, exits));
       } finally {
         await store.close().catch(() => {});
       }
@@ -113,7 +114,7 @@ const cronSection: StatusSection = async (store, lock, json) => {
   };
 };
 
-async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy): Promise<number> {
+async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy, exits: TermExits): Promise<number> {
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
   let current: TermRun | undefined;
@@ -128,6 +129,7 @@ async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[
       onLost: (reason) => warn(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`, 'lost', { lock: elector.lock, reason }),
     });
     current = run;
+    exits.track(ctx.term, run);
     const onAbort = () => run.stop();
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     try {

@@ -24,7 +24,7 @@ import {
 import { reportStandby } from '../standby.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals, signalExitCode } from '../signals.js';
-import { batonEnv, runTerm, type TermRun } from '../term-runner.js';
+import { TermExits, batonEnv, runTerm, type TermRun } from '../term-runner.js';
 import { examples } from '../help.js';
 import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type WorkHealthFlags } from '../work-health.js';
 import { HangStreak } from '../../core/hang-backoff.js';
@@ -81,13 +81,16 @@ export function register(program: Command): void {
       const healthSettings = resolveWorkHealth(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
-      const elector = makeElector(store, opts, lock, timing);
+      // A term's lease is released only once its command has exited (whatever ended the term:
+      // a step-down asked for, a drain, SIGTERM, a hung command): runLoop records each term's exit.
+      const exits = new TermExits();
+      const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease });
       const health = await WorkHealth.open(healthSettings, (path) =>
         warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
       );
       const stopAnswering = answerSystemdWatchdog((why) => warn(why, 'no-systemd-watchdog'));
       try {
-        throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs, health }));
+        throw new CliExit(await runLoop(elector, argv, { keepRunning: !!opts.keepRunning, timeoutMs, health, exits }));
       } finally {
         await elector.stop().catch(() => {});
         stopAnswering();
@@ -98,7 +101,7 @@ export function register(program: Command): void {
 }
 
 /** runLoop campaigns, runs the command for each term won (term-runner.ts), and returns baton's exit code. */
-async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number; health: WorkHealth }): Promise<number> {
+async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning: boolean; timeoutMs?: number; health: WorkHealth; exits: TermExits }): Promise<number> {
   const watching = o.health.settings.progressTimeoutMs !== undefined || o.health.settings.health !== undefined;
   const streak = new HangStreak(hangBaseMs(o.health.settings));
   // A hung command is stopped like one whose leadership ended: SIGTERM, then SIGKILL after the
@@ -141,6 +144,7 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
           if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();
         },
       }));
+      o.exits.track(won.term, term);
       // The work's health (issue 28): hung → stop the command first, and only once it is dead
       // release the lease (below), so it has stopped before anyone else can start.
       const watch = watching

@@ -23,7 +23,7 @@ import {
 import { examples } from '../help.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
-import { runTerm } from '../term-runner.js';
+import { TermExits, runTerm } from '../term-runner.js';
 import { resolveWorkHealth } from '../work-health.js';
 import { answerSystemdWatchdog } from '../sd-watchdog.js';
 
@@ -80,7 +80,8 @@ export function register(program: Command): void {
       }
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
-      const elector = makeElector(store, opts, lock, timing, { progressTimeoutMs });
+      const exits = new TermExits();
+      const elector = makeElector(store, opts, lock, timing, { progressTimeoutMs, beforeRelease: exits.beforeRelease });
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);
@@ -100,7 +101,7 @@ export function register(program: Command): void {
         });
         stopLogging = logElectorEvents(elector, log);
         elector.start();
-        throw new CliExit(await serveUntilSignal(elector, log, argv));
+        throw new CliExit(await serveUntilSignal(elector, log, argv, exits));
       } finally {
         await elector.stop().catch(() => {});
         stopAnswering();
@@ -115,7 +116,7 @@ export function register(program: Command): void {
  * serveUntilSignal runs the optional command whenever this instance leads, until SIGTERM,
  * SIGINT or SIGHUP; then it stops the command and returns 0 (127 if the command cannot start).
  */
-async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: string[] | undefined): Promise<number> {
+async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: string[] | undefined, exits: TermExits): Promise<number> {
   const shutdown = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
     if (shutdown.signal.aborted) return;
@@ -132,7 +133,7 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
     while (!shutdown.signal.aborted) {
       const won = await elector.elected({ signal: shutdown.signal }).catch(() => undefined);
       if (!won) break;
-      const code = await runWhileLeading(elector, log, argv, won.term, stopped);
+      const code = await runWhileLeading(elector, log, argv, won.term, stopped, exits);
       if (code !== undefined) return code;
     }
     return 0;
@@ -146,7 +147,7 @@ async function serveUntilSignal(elector: LeaderElector, log: Logger, argv: strin
  * other instance could lead. Returns an exit code to end serve with, or undefined to campaign
  * again.
  */
-async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>): Promise<number | undefined> {
+async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string[], term: number, stopped: Promise<void>, exits: TermExits): Promise<number | undefined> {
   log('info', 'command-start', `starting ${argv[0]} (term ${term})`, { lock: elector.lock, term, command: argv[0] });
   const run = runTerm(electorWindow(elector, term), {
     argv,
@@ -154,6 +155,7 @@ async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string
     identity: elector.identity,
     onLost: (reason) => log('warn', 'command-stop', `leadership lost (${reason}); stopping ${argv[0]}`, { lock: elector.lock, term, reason }),
   });
+  exits.track(term, run);
   const outcome = await Promise.race([run.done, stopped.then(() => undefined)]);
   if (outcome === undefined) {
     // Shutdown: SIGTERM now; SIGKILL no later than the last renewal allows.
