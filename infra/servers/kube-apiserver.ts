@@ -43,9 +43,10 @@ export class KubeApiServer extends ManagedServer {
 
   /**
    * `audit: false` (the bench at 10,000 leases) counts requests from apiserver_request_total
-   * instead of an audit log line per request, which would load the server it measures.
+   * instead of an audit log line per request, which would load the server it measures;
+   * `extraArgs` go to kube-apiserver last (e.g. tighter in-flight limits).
    */
-  constructor(private readonly options: { audit?: boolean } = {}) {
+  constructor(private readonly options: { audit?: boolean; extraArgs?: readonly string[] } = {}) {
     super('kube-apiserver');
     requireBinary(['/usr/bin/openssl'], 'openssl');
     kubeBinary('kube-apiserver');
@@ -247,6 +248,7 @@ export class KubeApiServer extends ManagedServer {
         '--feature-gates=CoordinatedLeaderElection=true', '--runtime-config=coordination.k8s.io/v1beta1=true',
         ...(this.options.audit === false ? [] : [`--audit-policy-file=${f('audit-policy.yaml')}`, `--audit-log-path=${f('audit.log')}`, '--audit-log-maxsize=0']),
         '--profiling=false', '--v=0',
+        ...(this.options.extraArgs ?? []),
       ],
     };
   }

@@ -50,18 +50,36 @@ export class KubeClient {
       : new http.Agent({ keepAlive: true });
   }
 
-  /** request sends one request and resolves with the answer; no answer in time → StoreUnavailableError. */
-  request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
+  /**
+   * request sends one request and resolves with the answer; no answer in time →
+   * StoreUnavailableError. A 429 (the API server's max-in-flight limit or API Priority and
+   * Fairness shedding load) is sent again after its Retry-After (1 s if none), as long as that
+   * fits in the request timeout counted from the first send; otherwise the 429 is the answer
+   * (the store turns it into StoreUnavailableError: throttled, never a lost race). Sending again
+   * is safe: a throttled request was not executed.
+   */
+  async request(method: string, path: string, body?: unknown): Promise<KubeResponse> {
+    const until = performance.now() + this.requestTimeoutMs;
+    for (;;) {
+      const res = await this.requestOnce(method, path, body, Math.max(1, until - performance.now()));
+      if (res.status !== 429) return res;
+      const waitMs = retryAfterMs(res.retryAfter);
+      if (performance.now() + waitMs >= until) return res;
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
+  }
+
+  private requestOnce(method: string, path: string, body: unknown, timeoutMs: number): Promise<KubeResponse & { retryAfter?: string }> {
     return new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = this.transport.request(this.url(path), {
         method,
         agent: this.agent,
         headers: this.headers(payload),
-        timeout: this.requestTimeoutMs,
+        timeout: timeoutMs,
       });
       // The timeout covers the whole exchange, not just idle sockets: a frozen server must not hang a call.
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.requestTimeoutMs}ms`)), this.requestTimeoutMs);
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.requestTimeoutMs}ms`)), timeoutMs);
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.requestTimeoutMs}ms`)));
       req.on('error', (err) => {
         clearTimeout(timer);
@@ -83,7 +101,8 @@ export class KubeClient {
           } catch {
             parsed = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
+          const retryAfter = res.headers['retry-after'];
+          resolve({ status: res.statusCode ?? 0, body: parsed, ...(retryAfter !== undefined ? { retryAfter } : {}) });
         });
       });
       req.end(payload);
@@ -194,6 +213,12 @@ export class KubeClient {
     if (!text && e?.code) text = e.code;
     return new StoreUnavailableError(`k8s: ${this.where}: ${method} ${path.split('?')[0]}: ${text || 'connection failed'}`, { cause: err });
   }
+}
+
+/** retryAfterMs reads a Retry-After header in seconds (the API server's form), 1 s if absent or odd, at most 10 s. */
+function retryAfterMs(header: string | undefined): number {
+  const seconds = Number(header);
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 10) * 1000 : 1000;
 }
 
 /** WatchRefusedError is a watch the server answered 401 or 403 (see LeaseWatch). */

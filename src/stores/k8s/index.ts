@@ -348,6 +348,10 @@ export class K8sStore implements LeaseStore {
     const detail = `k8s: ${this.client.where}: ${method} ${what} in namespace ${this.namespace}: ${res.status} ${statusMessage(res.body)}`;
     if (res.status === 401) return new InvalidConfigError(`${detail} (check the token or certificate in ${this.source})`);
     if (res.status === 403) return new InvalidConfigError(`${detail} (RBAC: the account needs get, list, watch, create and update on leases in ${this.namespace})`);
+    // The server refused the object baton built (e.g. holder metadata past the 256 KiB of
+    // annotations a Lease may carry): nothing a retry changes.
+    if (res.status === 422) return new InvalidConfigError(detail);
+    if (res.status === 429) return new StoreUnavailableError(`${detail} (throttled by the API server, still so after its Retry-After)`);
     return new StoreUnavailableError(detail);
   }
 }
