@@ -29,10 +29,14 @@ import { InvalidConfigError } from '../../core/errors.js';
 import { jobOutcome } from '../job-outcome.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
-import { TermExits, runTerm, type TermRun } from '../term-runner.js';
+import { TermExits, batonEnv, runTerm, type TermRun } from '../term-runner.js';
+import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type WorkHealthFlags } from '../work-health.js';
+import { HangStreak } from '../../core/hang-backoff.js';
+import { formatDuration } from '../../core/duration.js';
+import type { RunOutcome } from '../../jobs/runner.js';
 import { statusSections, type StatusSection } from './status.js';
 
-interface CronCliOptions extends CommonOptions {
+interface CronCliOptions extends CommonOptions, WorkHealthFlags {
   schedule?: string;
   tz?: string;
   missed?: string;
@@ -51,6 +55,10 @@ export function register(program: Command): void {
         'outlasts leadership is stopped like `baton run` does and recorded as cut, never retried. ' +
         'Missed slots (after a failover or downtime): --missed latest (default) runs the most recent ' +
         'one once, if it is younger than one interval; --missed skip never catches up. ' +
+        'With --progress-timeout each run gets systemd\'s watchdog variables and BATON_HEARTBEAT_FILE; a ' +
+        'run that sends no heartbeat in time (or whose --health-cmd keeps failing) is hung: it is stopped, ' +
+        'its slot recorded cut (reason "hung: …"), the lease released, and this instance backs off (growing, ' +
+        'up to 10m) before campaigning again, so another instance runs the next slots. ' +
         'SIGINT/SIGTERM: forwarded to a running COMMAND; baton records its outcome, releases, exits 0.',
     )
     .argument('<command...>', 'the command to run, after --');
@@ -58,6 +66,7 @@ export function register(program: Command): void {
   withLockOption(cmd);
   withTimingOptions(cmd);
   withOutputOptions(cmd);
+  withWorkHealthOptions(cmd);
   cmd
     .addOption(new Option('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first (e.g. "*/5 * * * *")').env('BATON_SCHEDULE'))
     .addOption(new Option('--tz <zone>', 'IANA time zone the schedule is read in (default UTC)').env('BATON_TZ'))
@@ -67,6 +76,7 @@ export function register(program: Command): void {
       examples([
         ['every instance runs this line; the leader runs the job every 5 minutes', 'baton cron --lock cleanup --schedule "*/5 * * * *" -- ./cleanup.sh'],
         ['at 03:00 Paris time, on a shared store, never catching up a missed night', 'baton cron --store postgres://baton@db/ops --lock nightly --schedule "0 3 * * *" --tz Europe/Paris --missed skip -- ./nightly.sh'],
+        ['hand the schedule to another instance when a run stops touching $BATON_HEARTBEAT_FILE for 2m', 'baton cron --lock export --schedule "*/10 * * * *" --progress-timeout 2m -- ./export.sh'],
       ]),
     )
     .action(async (words: string[], opts: CronCliOptions) => {
@@ -77,14 +87,20 @@ export function register(program: Command): void {
       const schedule = new Schedule(opts.schedule, opts.tz ?? 'UTC', { schedule: '--schedule', timezone: '--tz' });
       const missed = validateMissedPolicy(opts.missed ?? 'latest', '--missed');
       const timing = resolveTimingOptions(opts);
+      const healthSettings = resolveWorkHealth(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
+      let health: WorkHealth | undefined;
       try {
         requireLedger(store, 'cron');
         const exits = new TermExits();
         const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease });
-        throw new CliExit(await cronLoop(store, elector, argv, schedule, missed, exits));
+        health = await WorkHealth.open(healthSettings, (path) =>
+          warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
+        );
+        throw new CliExit(await cronLoop(store, elector, argv, schedule, missed, exits, health));
       } finally {
+        health?.close();
         await store.close().catch(() => {});
       }
     });
@@ -114,30 +130,59 @@ const cronSection: StatusSection = async (store, lock, json) => {
   };
 };
 
-async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy, exits: TermExits): Promise<number> {
+async function cronLoop(store: LeaseStore, elector: LeaderElector, argv: string[], schedule: Schedule, missed: MissedPolicy, exits: TermExits, health: WorkHealth): Promise<number> {
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
   let current: TermRun | undefined;
   let interrupted: NodeJS.Signals | undefined;
   const name = argv[0];
+  // The work's health (issue 28, docs/watchdog.md): as `baton run` does it, per slot's run.
+  const watching = health.settings.progressTimeoutMs !== undefined || health.settings.health !== undefined;
+  const streak = new HangStreak(hangBaseMs(health.settings));
+  const hungGraceMs = (elector.timing.leaseDurationMs - elector.timing.renewDeadlineMs) / 2;
+  let termStartMs = performance.now();
+  elector.on('elected', () => (termStartMs = performance.now()));
   const runner: CronRunner = async (ctx) => {
-    const run = runTerm(electorWindow(elector, ctx.term), {
-      argv,
-      lock: elector.lock,
-      identity: elector.identity,
-      env: ctx.env,
+    const window = electorWindow(elector, ctx.term);
+    const command = { argv, lock: elector.lock, identity: elector.identity, env: { ...ctx.env, ...health.env() } };
+    const run = runTerm(window, {
+      ...command,
       onLost: (reason) => warn(`leadership of "${elector.lock}" lost (${reason}); stopping ${name} (slot ${ctx.slot.toISOString()})`, 'lost', { lock: elector.lock, reason }),
     });
     current = run;
     exits.track(ctx.term, run);
     const onAbort = () => run.stop();
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    // A hung run is stopped first; the lease is released below, only once it has exited.
+    let hungWhy: string | undefined;
+    const watch = watching
+      ? health.watch(batonEnv(window, command), (why) => {
+          hungWhy = why;
+          warn(`the work under "${elector.lock}" is hung: ${why}; stopping ${name} (slot ${ctx.slot.toISOString()}) and stepping down`, 'hung', { lock: elector.lock, term: ctx.term, slot: ctx.slot.toISOString(), why });
+          run.stop(hungGraceMs);
+        })
+      : undefined;
+    let outcome: RunOutcome;
     try {
-      return jobOutcome(await run.done, 'leadership', name);
+      outcome = jobOutcome(await run.done, 'leadership', name);
     } finally {
+      watch?.close();
       ctx.signal.removeEventListener('abort', onAbort);
       current = undefined;
     }
+    if (hungWhy === undefined) {
+      streak.healthy();
+      return outcome;
+    }
+    // Hung: the slot is cut (never retried: at most once), this instance steps down and backs
+    // off, and another instance runs the next slots. Resigning here, before the runner returns,
+    // ends the term before the job could claim another slot with it.
+    const backoffMs = streak.hung(performance.now() - termStartMs);
+    if (!interrupted) {
+      info(`released "${elector.lock}"; campaigning again in ${formatDuration(backoffMs)} (hung ${streak.count} time${streak.count === 1 ? '' : 's'} in a row)`, 'backoff', { lock: elector.lock, backoffMs, streak: streak.count });
+    }
+    await elector.resign({ reason: 'hung', note: hungWhy, holdOffMs: backoffMs });
+    return { kind: 'cut', reason: `hung: ${hungWhy}`, exitCode: outcome.exitCode ?? null };
   };
   const job = new CronJob(store, elector.lock, { schedule: schedule.expression, timezone: schedule.timezone, missed, elector }, runner);
   let fatal: InvalidConfigError | undefined;
