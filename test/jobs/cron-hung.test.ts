@@ -130,10 +130,10 @@ test('cron: a slot whose command stops heartbeating is killed and recorded hung;
   assert.equal(new Set(h.slots.map((s) => s.slot)).size, h.slots.length, 'the ledger claimed a slot twice');
   for (const e of ran) assert.equal(h.slots.find((s) => s.slot === e.slot)?.term, e.term, `slot ${e.slot} ran without its claim${context()}`);
 
-  // baton status: the slot, and why the last leader stepped down.
+  // baton status: why the last leader stepped down (its list of the last slots moves on every
+  // second, so the hung slot itself is checked in the ledger above, not in that list).
   const status = await runCli(['status', '--lock', lock], { env });
   assert.equal(status.code, 0, status.stderr);
-  assert.match(status.stdout, new RegExp(`\\n {2}${hung.slot.replace(/\./g, '\\.')} {2}cut {5}exit 137 {2}term ${hung.term} on \\S+ pid \\d+ \\(hung: no heartbeat within the progress timeout \\(2s\\)\\)`), status.stdout);
   assert.match(status.stdout, new RegExp(`last step-down: ${hung.identity} \\(term ${hung.term}\\) at \\S+: hung \\(no heartbeat within the progress timeout \\(2s\\)\\)`), status.stdout);
 
   for (const b of batons.values()) b.signal('SIGTERM');
