@@ -227,8 +227,11 @@ export class DynamoBackend implements CasBackend {
       );
       return rev;
     } catch (err) {
-      if (sdkErrorName(err) === 'ConditionalCheckFailedException') return null;
-      throw this.closedOr(err, 'PutItem');
+      if (sdkErrorName(err) !== 'ConditionalCheckFailedException') throw this.closedOr(err, 'PutItem');
+      // A refusal on the SDK's second or third attempt may be of our own first attempt, applied
+      // but unanswered (a timeout, a reset): the item then carries our fresh revision.
+      if (((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1 && (await this.get(key))?.version === rev) return rev;
+      return null;
     }
   }
 

@@ -23,6 +23,8 @@ class OperationProxy {
   readonly counts = new Map<string, number>();
   /** The next TransactWriteItems requests are answered with these, in order, instead of forwarded. */
   readonly throttles: Throttle[] = [];
+  /** How many of the next PutItem requests reach moto but have their answer dropped (the connection reset). */
+  dropPutAnswers = 0;
   private readonly http = createServer((req, res) => void this.handle(req, res));
 
   async listen(): Promise<number> {
@@ -47,7 +49,9 @@ class OperationProxy {
     this.counts.set(operation, this.count(operation) + 1);
     const throttle = operation === 'TransactWriteItems' ? this.throttles.shift() : undefined;
     if (throttle) return throttled(res, throttle, (JSON.parse(body.toString()) as { TransactItems: unknown[] }).TransactItems.length);
+    const drop = operation === 'PutItem' && this.dropPutAnswers > 0 && this.dropPutAnswers-- > 0;
     const upstream = request({ host: '127.0.0.1', port: server.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      if (drop) return up.resume().on('end', () => res.socket?.resetAndDestroy());
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
     });
@@ -140,6 +144,22 @@ describe('dynamodb (moto): batch renewal over TransactWriteItems', () => {
       results.forEach((r, i) => assert.ok(r.ok, `lease ${i} renewed, not lost`));
       const stored = await a.read(held[0]!.lock);
       assert.equal(stored?.revision, results[0]!.ok ? results[0]!.record.revision : undefined);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('a write applied but unanswered, then refused on the SDK retry, is read back as applied, not lost', async () => {
+    const a = await viaProxy('unanswered');
+    try {
+      const [held] = await holdLeases(a, 'unanswered', 1);
+      const before = proxy.count('PutItem');
+      proxy.dropPutAnswers = 1;
+      const renewed = await a.write(held!.lock, held!.revision, keepWrite('a'));
+      assert.equal(proxy.dropPutAnswers, 0, 'the first answer was dropped');
+      assert.equal(proxy.count('PutItem') - before, 2, 'the SDK sent the write again');
+      assert.ok(renewed.ok, 'the renewal that was applied is answered as applied');
+      assert.equal((await a.read(held!.lock))?.revision, renewed.record.revision);
     } finally {
       await a.close();
     }
