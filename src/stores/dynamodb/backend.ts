@@ -82,8 +82,10 @@ export class DynamoBackend implements CasBackend {
    * again), or one conditional PutItem per lease (`batch: 'off'`, a server without transactions,
    * a batch of one). BatchWriteItem takes no conditions (unsafe).
    * A lost race is null on its own. A group that still fails after its retries (unreachable,
-   * throttled past the backoffs) answers its leases null; only when every item failed does the
-   * call throw.
+   * throttled past the backoffs) fails the whole call, after every group has had its answer: a
+   * null would read as a lost race, and the elector steps a leader down on one refused at its own
+   * revision. As a store error each leader keeps its lease until its renew deadline and renews
+   * again; one whose renewal did land meanwhile finds its new revision with one read and adopts it.
    */
   async replaceMany(items: readonly ReplaceItem[]): Promise<(string | null)[]> {
     this.guard.check();
@@ -109,7 +111,7 @@ export class DynamoBackend implements CasBackend {
       while (next < groups.length) await send(groups[next++]!);
     };
     await Promise.all(Array.from({ length: Math.min(TRANSACTIONS_IN_FLIGHT, groups.length - next) }, worker));
-    if (failures === items.length) throw firstError;
+    if (failures > 0) throw firstError;
     return out;
   }
 

@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { openDynamoStore, type DynamoStore } from '../../../src/stores/dynamodb/index.js';
 import { acquireWrite, keepWrite } from '../../../src/testing/conformance/context.js';
 import type { LeaseRecord } from '../../../src/core/store.js';
+import { StoreUnavailableError } from '../../../src/core/errors.js';
+import { THROTTLE_RETRIES } from '../../../src/stores/dynamodb/transact.js';
 import { startDynamoServer } from './servers.js';
 
 const server = await startDynamoServer('moto');
@@ -144,6 +146,26 @@ describe('dynamodb (moto): batch renewal over TransactWriteItems', () => {
       results.forEach((r, i) => assert.ok(r.ok, `lease ${i} renewed, not lost`));
       const stored = await a.read(held[0]!.lock);
       assert.equal(stored?.revision, results[0]!.ok ? results[0]!.record.revision : undefined);
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('a group throttled past every retry fails the call as a store error, never as lost leases', async () => {
+    const a = await viaProxy('throttled-out');
+    try {
+      const held = await holdLeases(a, 'throttled-out', 150);
+      // The first group of 100 goes alone: 3 SDK attempts × (1 + THROTTLE_RETRIES) sends, all refused.
+      proxy.throttles.push(...Array.from({ length: 3 * (1 + THROTTLE_RETRIES) }, () => 'call' as const));
+      await assert.rejects(
+        a.renewMany!(held.map((r) => ({ lock: r.lock, expected: r.revision, next: keepWrite('a') }))),
+        (err: Error) => err instanceof StoreUnavailableError && /TransactWriteItems/.test(err.message),
+      );
+      assert.equal(proxy.throttles.length, 0, 'every throttled answer was given');
+      // The other group was renewed meanwhile: its leases are still a's, at a newer revision.
+      const last = await a.read(held[149]!.lock);
+      assert.equal(last?.holder, 'a');
+      assert.notEqual(last?.revision, held[149]!.revision);
     } finally {
       await a.close();
     }
