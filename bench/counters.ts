@@ -300,6 +300,42 @@ export async function dynaliteCounter(statsUrl: string): Promise<ServerCounter> 
   };
 }
 
+/**
+ * dynamoProxyCounter counts the DynamoDB API calls that reach a server with no counters of its
+ * own (moto), at a counting reverse proxy the store URL points to, by X-Amz-Target operation
+ * ("PutItem", "TransactWriteItems", "GetItem"…), as dynalite's own counter does.
+ */
+export async function dynamoProxyCounter(targetPort: number, server: string): Promise<ServerCounter & { readonly port: number }> {
+  const http = await import('node:http');
+  const counts: Counts = new Map();
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const proxy = http.createServer((req, res) => {
+    const kind = String(req.headers['x-amz-target'] ?? 'other').split('.').pop() ?? 'other';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const port = (proxy.address() as { port: number }).port;
+  return {
+    port,
+    source: `DynamoDB API calls reaching ${server}, counted by X-Amz-Target operation at a reverse proxy in front of it`,
+    perRole: false,
+    async begin() {
+      return { snapshot: async () => new Map(counts), end: async () => {} };
+    },
+    async close() {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+      agent.destroy();
+    },
+  };
+}
+
 /** k8sCounter reads the API server's own request counts (KubeApiServer.requestTotals: apiserver_request_total). */
 export async function k8sCounter(counts: () => Promise<Record<string, number>>): Promise<ServerCounter> {
   const snapshot = async (): Promise<Counts> => new Map(Object.entries(await counts()));

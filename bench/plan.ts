@@ -84,6 +84,16 @@ function shardSizes(text = process.env.BENCH_SHARD_SIZES ?? '1000x20'): { shards
   });
 }
 
+/** leaseCounts are the scale measurement's lease counts: BENCH_LEASE_COUNTS (comma-separated, e.g. 10000), else `fallback`. */
+function leaseCounts(fallback: number[], text = process.env.BENCH_LEASE_COUNTS): number[] {
+  if (text === undefined || text === '') return fallback;
+  return text.split(',').map((w) => {
+    const n = Number(w);
+    if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new UsageError(`bench: BENCH_LEASE_COUNTS: "${w}" is not a whole number of leases from 1 to 100000`);
+    return n;
+  });
+}
+
 /** parsePlan reads the command line; throws UsageError with a one-line reason. */
 export function parsePlan(argv: readonly string[]): BenchPlan {
   let quick = false;
@@ -103,7 +113,7 @@ export function parsePlan(argv: readonly string[]): BenchPlan {
     else if (flag === '--out' && value) out = resolve(value);
     else throw new UsageError(`bench: unknown or incomplete option "${arg}" (usage: npm run bench -- [--quick] [--only=${MEASUREMENTS.join(',')}] [--stores=sqlite,postgres,…] [--out=DIR])`);
   }
-  const official = !quick && !only && !stores;
+  const official = !quick && !only && !stores && !process.env.BENCH_LEASE_COUNTS;
   const base = {
     mode: quick ? ('quick' as const) : ('full' as const),
     only: only ?? new Set(MEASUREMENTS),
@@ -112,7 +122,7 @@ export function parsePlan(argv: readonly string[]): BenchPlan {
     outDir: out ?? (official ? join(BENCH_DIR, 'results') : join(BENCH_DIR, 'results', 'scratch')),
   };
   if (quick) {
-    return { ...base, rttWrites: 200, handovers: 15, pollingHandovers: 5, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: [100], scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1, shardSizes: [{ shards: 100, members: 5 }] };
+    return { ...base, rttWrites: 200, handovers: 15, pollingHandovers: 5, peerHandovers: 15, kills: 2, idleRenewals: 2, etcd3IdleKeepalives: 1, peerIdleWindowS: 2, leaseCounts: leaseCounts([100]), scaleIntervals: 1, herdCandidates: 30, herdFailovers: 1, shardSizes: [{ shards: 100, members: 5 }] };
   }
-  return { ...base, rttWrites: 2000, handovers: 200, pollingHandovers: 40, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: [1, 1000, 10000], scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3, shardSizes: shardSizes() };
+  return { ...base, rttWrites: 2000, handovers: 200, pollingHandovers: 40, peerHandovers: 200, kills: 20, idleRenewals: 17, etcd3IdleKeepalives: 4, peerIdleWindowS: 5, leaseCounts: leaseCounts([1, 1000, 10000]), scaleIntervals: 3, herdCandidates: 200, herdFailovers: 3, shardSizes: shardSizes() };
 }

@@ -6,10 +6,10 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, MotoServer, MOTO_VERSION, NatsServer, PostgresServer, RedisServer, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { kubeVersions } from '../infra/kube/binaries.js';
-import { azuriteCounter, dynaliteCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter, zooKeeperCounter } from './counters.js';
+import { azuriteCounter, dynaliteCounter, dynamoProxyCounter, etcdCounter, k8sCounter, mysqlCounter, natsCounter, postgresCounter, redisCounter, type ServerCounter, zooKeeperCounter } from './counters.js';
 
 /** BenchStore is a running store the measurements use. */
 export interface BenchStore {
@@ -48,7 +48,12 @@ export const STORE_KINDS: readonly StoreKind[] = Object.freeze([
   { name: 'redis', scheme: 'redis', notifies: true, start: startRedis },
   { name: 'etcd', scheme: 'etcd', notifies: true, start: startEtcd },
   // No change feed: standbys poll one consistent GetItem per retry period.
+  // On dynalite, which has no TransactWriteItems: the store renews one PutItem per lease there.
   { name: 'dynamodb', scheme: 'dynamodb', notifies: false, start: startDynalite },
+  // On moto, which has TransactWriteItems: renewals in transactions of up to 100 leases (the
+  // default), and the same server with ?batch=off (one PutItem per lease) beside it.
+  { name: 'dynamodb-moto', scheme: 'dynamodb', notifies: false, start: (dir: string) => startMoto(dir, 'transact') },
+  { name: 'dynamodb-moto-off', scheme: 'dynamodb', notifies: false, start: (dir: string) => startMoto(dir, 'off') },
   // No change notification in Blob Storage: standbys poll.
   { name: 'azblob', scheme: 'azblob', notifies: false, start: startAzurite, probeUrl: 'azblob://account/container' },
   { name: 'nats', scheme: 'nats', notifies: true, start: startNats },
@@ -236,6 +241,25 @@ async function startDynalite(): Promise<BenchStore> {
     url: server.url('baton'),
     endpoint: server.endpoint,
     serverVersion: `dynalite ${version} (DynamoDB API on LevelDB; stands in for DynamoDB)`,
+    counter,
+    async stop() {
+      await counter.close();
+      await server.stop();
+    },
+  };
+}
+
+/** startMoto: a moto server behind a counting proxy (moto counts nothing itself); `batch` is the store URL's batch mode. */
+async function startMoto(_dir: string, batch: 'transact' | 'off'): Promise<BenchStore> {
+  Object.assign(process.env, LOOPBACK_AWS_ENV);
+  const server = await started(new MotoServer());
+  const counter = await dynamoProxyCounter(server.port, 'moto');
+  const endpoint = `http://127.0.0.1:${counter.port}`;
+  return {
+    name: batch === 'off' ? 'dynamodb-moto-off' : 'dynamodb-moto',
+    url: `dynamodb://baton?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1${batch === 'off' ? '&batch=off' : ''}`,
+    endpoint,
+    serverVersion: `moto ${MOTO_VERSION} (DynamoDB API in memory, one Python process; behind a counting proxy; batch=${batch})`,
     counter,
     async stop() {
       await counter.close();

@@ -1,5 +1,5 @@
 /**
- * The `dynamodb://TABLE[?endpoint=URL&region=NAME&timeout=MS]` URL, checked without I/O.
+ * The `dynamodb://TABLE[?endpoint=URL&region=NAME&timeout=MS&batch=transact|off]` URL, checked without I/O.
  * Region, credentials and endpoint otherwise come from the AWS SDK's own resolution
  * (AWS_REGION / the profile, the default credential chain, AWS_ENDPOINT_URL_DYNAMODB).
  */
@@ -14,10 +14,12 @@ export interface DynamoConfig {
   readonly region?: string;
   /** Per-request timeout in ms (default 5000): a frozen endpoint costs at most this per attempt. */
   readonly timeoutMs: number;
+  /** How renewMany writes: `transact` (TransactWriteItems, default) or `off` (one PutItem per lease). */
+  readonly batch?: 'transact' | 'off';
 }
 
 /** DYNAMO_URL_OPTIONS are the query options the URL accepts. */
-export const DYNAMO_URL_OPTIONS = ['endpoint', 'region', 'timeout'] as const;
+export const DYNAMO_URL_OPTIONS = ['endpoint', 'region', 'timeout', 'batch'] as const;
 /** DEFAULT_DYNAMO_TIMEOUT_MS bounds one HTTP request to DynamoDB. */
 export const DEFAULT_DYNAMO_TIMEOUT_MS = 5_000;
 
@@ -28,14 +30,14 @@ const SHAPE = /^dynamodb:\/\/([^/?#]*)\/?(?:\?([^#]*))?$/i;
 /** parseDynamoUrl checks a dynamodb:// URL; a bad part is a one-line InvalidConfigError. */
 export function parseDynamoUrl(text: string): DynamoConfig {
   const m = SHAPE.exec(text.trim());
-  if (!m) throw new InvalidConfigError(`dynamodb: "${redactUrl(text)}" is not a dynamodb URL (expected dynamodb://TABLE[?endpoint=URL&region=NAME])`);
+  if (!m) throw new InvalidConfigError(`dynamodb: "${redactUrl(text)}" is not a dynamodb URL (expected dynamodb://TABLE[?endpoint=URL&region=NAME&timeout=MS&batch=transact|off])`);
   const table = m[1]!;
   if (!TABLE_NAME.test(table)) {
     throw new InvalidConfigError(`dynamodb: table name "${table}" is not 3–255 characters of A–Z, a–z, 0–9, "_", "-", "."`);
   }
   const params = new URLSearchParams(m[2] ?? '');
   checkQueryOptions('dynamodb', params, DYNAMO_URL_OPTIONS);
-  return { table, ...endpointOf(params.get('endpoint')), ...regionOf(params.get('region')), timeoutMs: timeoutOf(params.get('timeout')) };
+  return { table, ...endpointOf(params.get('endpoint')), ...regionOf(params.get('region')), timeoutMs: timeoutOf(params.get('timeout')), ...batchOf(params.get('batch')) };
 }
 
 function endpointOf(text: string | null): { endpoint?: string } {
@@ -61,4 +63,10 @@ function timeoutOf(text: string | null): number {
   const ms = Number(text);
   if (!/^\d+$/.test(text) || ms < 100 || ms > 600_000) throw new InvalidConfigError(`dynamodb: timeout "${text}" is not a whole number of ms from 100 to 600000`);
   return ms;
+}
+
+function batchOf(text: string | null): { batch?: 'transact' | 'off' } {
+  if (text === null) return {};
+  if (text !== 'transact' && text !== 'off') throw new InvalidConfigError(`dynamodb: batch "${text}" is not transact or off`);
+  return { batch: text };
 }

@@ -12,13 +12,14 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CasStore } from '../kit/cas-store.js';
-import { DynamoBackend } from './backend.js';
+import { DynamoBackend, type DynamoBatchMode } from './backend.js';
 import { DEFAULT_DYNAMO_TIMEOUT_MS, type DynamoConfig } from './config.js';
 import { loadDynamoSdk, makeDynamoClient } from './sdk.js';
 import { ensureTable } from './table.js';
 
 export { parseDynamoUrl, type DynamoConfig } from './config.js';
 export { TABLE_SCHEMA_TEXT } from './table.js';
+export type { DynamoBatchMode } from './backend.js';
 
 /** DynamoStoreOptions open a DynamoDB store from code. */
 export interface DynamoStoreOptions {
@@ -30,6 +31,8 @@ export interface DynamoStoreOptions {
   endpoint?: string;
   region?: string;
   timeoutMs?: number;
+  /** How renewMany writes: `transact` (TransactWriteItems of up to 100 leases, default) or `off` (one PutItem per lease). */
+  batch?: DynamoBatchMode;
   /** Create the table when it is missing (default true). */
   createTable?: boolean;
 }
@@ -54,7 +57,7 @@ export async function openDynamoStore(options: DynamoStoreOptions | DynamoConfig
   const sdk = await loadDynamoSdk();
   const given = 'client' in options ? options.client : undefined;
   const client = given ?? makeDynamoClient(sdk, { table: options.table, endpoint: options.endpoint, region: options.region, timeoutMs: options.timeoutMs ?? DEFAULT_DYNAMO_TIMEOUT_MS });
-  const backend = new DynamoBackend(sdk, client, options.table, !given);
+  const backend = new DynamoBackend(sdk, client, options.table, !given, options.batch ?? 'transact');
   try {
     if (!('createTable' in options) || options.createTable !== false) await ensureTable(sdk, client, options.table);
     return new DynamoStore(backend);
