@@ -20,7 +20,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, type EtcdLine, EtcdServer, K8sFakeServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -137,7 +137,19 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     network: false,
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
-    start: startEtcdCluster,
+    start: (dir) => startEtcdCluster(dir),
+    storeFaults: CLUSTER_FAULTS,
+  },
+  // The same three-member cluster on the current etcd line (3.6, infra/kube/build.sh) whatever
+  // BATON_ETCD_LINE says: etcd-cluster follows that variable (default Debian's 3.4), this kind
+  // names its line so that a replay command or a CI case cannot silently run the other one.
+  'etcd-cluster-current': {
+    name: 'etcd-cluster-current',
+    scheme: 'etcd',
+    network: false,
+    queue: true,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: (dir) => startEtcdCluster(dir, 'current'),
     storeFaults: CLUSTER_FAULTS,
   },
   // A three-member ZooKeeper ensemble, broken like etcd-cluster: one member at a time (the next
@@ -248,8 +260,9 @@ async function startDynalite(): Promise<RunningStore> {
   return startServer(new DynaliteServer(), urlAt);
 }
 
-async function startEtcdCluster(): Promise<RunningStore> {
-  const { members, url } = await etcdCluster(3);
+async function startEtcdCluster(dir: string, line?: EtcdLine): Promise<RunningStore> {
+  // The members' own logs go with the run's, so an overlap can be read against raft's view.
+  const { members, url } = await etcdCluster(3, { line, logDir: dir });
   return runningCluster(members, `${url}?timeout=1s`);
 }
 
