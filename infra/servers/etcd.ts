@@ -101,3 +101,24 @@ export async function etcdCluster(size = 3, options: { line?: EtcdLine; logDir?:
   await Promise.all(members.map((m) => m.start()));
   return { members, url: `etcd://${members.map((m) => `127.0.0.1:${m.port}`).join(',')}` };
 }
+
+/**
+ * etcdRaftLeader finds the member that says it is raft leader now (maintenance Status, over the
+ * HTTP gateway, a second per member), with the cluster's raft term; frozen or restarting members
+ * are passed over. Retries for about ten seconds while an election is under way.
+ */
+export async function etcdRaftLeader(members: readonly EtcdServer[]): Promise<{ member: EtcdServer; term: number }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    for (const m of members) {
+      try {
+        const res = await fetch(`${m.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+        const status = (await res.json()) as { leader?: string; raftTerm?: string; header?: { member_id?: string } };
+        if (status.leader && status.leader === status.header?.member_id) return { member: m, term: Number(status.raftTerm) };
+      } catch {
+        // frozen or restarting: ask the next
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('no etcd member says it is the raft leader');
+}
