@@ -22,7 +22,7 @@ import { errorMessage } from '../src/core/errors.js';
 import { EtcdStore } from '../src/stores/etcd/index.js';
 import { KeepAliveStream, type KeepAliveAnswers } from '../src/stores/etcd/keepalive.js';
 import { acquireWrite, keepWrite } from '../src/testing/conformance/context.js';
-import { etcdCluster, type EtcdLine, type EtcdServer } from '../infra/servers/index.js';
+import { etcdCluster, etcdRaftLeader as raftLeader, type EtcdLine, type EtcdServer } from '../infra/servers/index.js';
 
 type Outcome = 'reproduced' | 'not reproduced' | 'ACCEPTED STALE';
 
@@ -87,20 +87,3 @@ try {
 const count = (o: Outcome) => outcomes.filter((x) => x.outcome === o).length;
 process.stdout.write(`etcd ${line}: ${rounds} rounds — reproduced ${count('reproduced')}, not reproduced ${count('not reproduced')}, accepted stale ${count('ACCEPTED STALE')}\n`);
 process.exit(count('ACCEPTED STALE') > 0 ? 1 : 0);
-
-/** raftLeader finds the member that is raft leader now, with the cluster's raft term. */
-async function raftLeader(ms: EtcdServer[]): Promise<{ member: EtcdServer; term: number }> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    for (const m of ms) {
-      try {
-        const res = await fetch(`${m.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
-        const s = (await res.json()) as { leader?: string; raftTerm?: string; header?: { member_id?: string } };
-        if (s.leader && s.leader === s.header?.member_id) return { member: m, term: Number(s.raftTerm) };
-      } catch {
-        // frozen or restarting: ask the next
-      }
-    }
-    await sleep(200);
-  }
-  throw new Error('no etcd member says it is the raft leader');
-}

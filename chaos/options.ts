@@ -39,7 +39,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     .option('--candidates <n>', 'candidate processes (2–9)', '3')
     .option('--duration <d>', 'how long to inject faults, e.g. 20s, 30m (at least one of each kind)', '60s')
     .option('--faults <list>', `comma-separated fault kinds (${FAULT_KINDS.join(', ')}), "all" or "none"`, 'all')
-    .option('--store-faults <list>', 'which ways a store fault breaks the store (e.g. restart,freeze; member-kill,member-freeze on a cluster); default all')
+    .option('--store-faults <list>', 'which ways a store fault breaks the store (e.g. restart,freeze; member-kill,member-freeze on a cluster, member-freeze-leader on an etcd cluster); default all but the opt-in ones')
     .option('--seed <n>', 'seed of the fault schedule (default: random, printed)')
     .option('--lease <d>', 'lease duration (default per store: 1s, etcd 2s)')
     .option('--renew-deadline <d>', 'renew deadline (default 60% of the lease)')
@@ -114,12 +114,13 @@ export function applicableFaults(kind: ChaosStoreKind): FaultKind[] {
 
 function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): readonly string[] {
   if (list === undefined) return kind.storeFaults;
+  const known = [...kind.storeFaults, ...(kind.optInStoreFaults ?? [])];
   const words = [...new Set(list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean))];
   for (const w of words) {
-    if (!kind.storeFaults.includes(w)) throw new UsageError(`chaos: --store-faults: "${w}" is not a way to break ${kind.name} (${kind.storeFaults.join(', ')})`);
+    if (!known.includes(w)) throw new UsageError(`chaos: --store-faults: "${w}" is not a way to break ${kind.name} (${known.join(', ')})`);
   }
-  if (words.length === 0) throw new UsageError(`chaos: --store-faults is empty (choose from ${kind.storeFaults.join(', ')})`);
-  return kind.storeFaults.filter((w) => words.includes(w));
+  if (words.length === 0) throw new UsageError(`chaos: --store-faults is empty (choose from ${known.join(', ')})`);
+  return known.filter((w) => words.includes(w));
 }
 
 function parseFaults(list: string, kind: ChaosStoreKind): FaultKind[] {

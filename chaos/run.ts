@@ -165,7 +165,7 @@ function replayCommand(o: ChaosOptions): string {
     `--candidates ${o.candidates}`,
     `--duration ${exactDuration(o.durationMs)}`,
     `--faults ${o.faults.join(',') || 'none'}`,
-    ...(o.storeFaults.length < o.kind.storeFaults.length ? [`--store-faults ${o.storeFaults.join(',')}`] : []),
+    ...(o.storeFaults.join(',') !== o.kind.storeFaults.join(',') ? [`--store-faults ${o.storeFaults.join(',')}`] : []),
     `--seed ${o.seed}`,
     `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,
     ...(o.shards ? [`--shards ${o.shards} --write-every ${o.writeEveryMs}ms`] : []),

@@ -20,7 +20,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AzuriteServer, DynaliteServer, etcdCluster, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
+import { AzuriteServer, DynaliteServer, etcdCluster, type EtcdLine, etcdRaftLeader, EtcdServer, KubeApiServer, type ManagedServer, MariaDBServer, NatsServer, PostgresServer, RedisServer, zooKeeperEnsemble, ZooKeeperServer } from '../infra/servers/index.js';
 import { registeredStores } from '../src/stores/registry.js';
 import { openDatabase, type SqlDatabase } from '../src/stores/sqlite/driver.js';
 
@@ -79,12 +79,16 @@ export interface ChaosStoreKind {
   readonly probeUrl?: string;
   /** The ways a `store` fault breaks it (its RunningStore's faultVariants); `--store-faults` picks among them. */
   readonly storeFaults: readonly string[];
+  /** More ways, used only when `--store-faults` names them (so that the default, and every seed drawn from it, stays as it was). */
+  readonly optInStoreFaults?: readonly string[];
 }
 
 /** A server process: killed and started again on its data, or frozen (SIGSTOP) and thawed. */
 const SERVER_FAULTS = Object.freeze(['restart', 'freeze']);
 /** A cluster: one member at a time killed (started again on its data) or frozen. */
 const CLUSTER_FAULTS = Object.freeze(['member-kill', 'member-freeze']);
+/** An etcd cluster, on request: freeze the member that is raft leader at that moment. */
+const ETCD_LEADER_FREEZE = Object.freeze(['member-freeze-leader']);
 /** SQLite: another process holds the exclusive lock. */
 const SQLITE_FAULTS = Object.freeze(['lock']);
 
@@ -137,8 +141,22 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     network: false,
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
-    start: startEtcdCluster,
+    start: (dir) => startEtcdCluster(dir),
     storeFaults: CLUSTER_FAULTS,
+    optInStoreFaults: ETCD_LEADER_FREEZE,
+  },
+  // The same three-member cluster on the current etcd line (3.6, infra/kube/build.sh) whatever
+  // BATON_ETCD_LINE says: etcd-cluster follows that variable (default Debian's 3.4), this kind
+  // names its line so that a replay command or a CI case cannot silently run the other one.
+  'etcd-cluster-current': {
+    name: 'etcd-cluster-current',
+    scheme: 'etcd',
+    network: false,
+    queue: true,
+    timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    start: (dir) => startEtcdCluster(dir, 'current'),
+    storeFaults: CLUSTER_FAULTS,
+    optInStoreFaults: ETCD_LEADER_FREEZE,
   },
   // A three-member ZooKeeper ensemble, broken like etcd-cluster: one member at a time (the next
   // each time) killed or frozen, the other two a quorum. Same timing as the standalone kind
@@ -251,9 +269,10 @@ async function startDynalite(): Promise<RunningStore> {
   return startServer(new DynaliteServer(), urlAt);
 }
 
-async function startEtcdCluster(): Promise<RunningStore> {
-  const { members, url } = await etcdCluster(3);
-  return runningCluster(members, `${url}?timeout=1s`);
+async function startEtcdCluster(dir: string, line?: EtcdLine): Promise<RunningStore> {
+  // The members' own logs go with the run's, so an overlap can be read against raft's view.
+  const { members, url } = await etcdCluster(3, { line, logDir: dir });
+  return runningCluster(members, `${url}?timeout=1s`, async () => (await etcdRaftLeader(members)).member);
 }
 
 /**
@@ -270,17 +289,26 @@ async function startZooKeeperEnsemble(): Promise<RunningStore> {
 /**
  * runningCluster is a store made of members: its faults kill (`member-kill`, started again on
  * its data at the heal) or freeze (`member-freeze`) one member at a time, each time the next.
- * Candidates reach the members directly (the URL lists them all), so partitions do not apply.
+ * With `raftLeader`, `member-freeze-leader` freezes the member that leads the cluster's own
+ * consensus at that moment: the member whose return can act on a stale view (RELIABILITY
+ * finding 4). Candidates reach the members directly (the URL lists them all), so partitions do
+ * not apply.
  */
-function runningCluster(members: readonly ManagedServer[], url: string): RunningStore {
+function runningCluster(members: readonly ManagedServer[], url: string, raftLeader?: () => Promise<ManagedServer>): RunningStore {
   let next = 0;
   let broken: ManagedServer | undefined;
   let stopped = false;
   return {
     url,
     urlVia: () => url,
-    faultVariants: CLUSTER_FAULTS,
+    faultVariants: raftLeader ? [...CLUSTER_FAULTS, ...ETCD_LEADER_FREEZE] : CLUSTER_FAULTS,
     async breakStore(variant) {
+      if (variant === 'member-freeze-leader') {
+        if (!raftLeader) throw new Error('member-freeze-leader: this cluster cannot tell its raft leader');
+        broken = await raftLeader();
+        broken.pause();
+        return;
+      }
       broken = members[next++ % members.length]!;
       if (variant === 'member-freeze') broken.pause();
       else await broken.kill();
@@ -289,7 +317,7 @@ function runningCluster(members: readonly ManagedServer[], url: string): Running
       const m = broken;
       broken = undefined;
       if (!m) return;
-      if (variant === 'member-freeze') m.resume();
+      if (variant !== 'member-kill') m.resume();
       else if (!stopped) await m.start();
     },
     async stop() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The test command: builds, then runs every test/**/*.test.ts with node's test runner.
-// Usage: npm test [-- FILTER...]   (FILTER: substrings of test file paths)
+// Usage: npm test [-- FILTER...]   (FILTER: substrings of test file paths; !SUBSTRING leaves out
+// the files whose path contains it, e.g. `conformance !etcd/current/`)
 // BATON_SKIP_BUILD=1 skips the build (for tests that do not spawn the CLI).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -21,7 +22,11 @@ function walk(dir) {
     return statSync(p).isDirectory() ? walk(p) : p.endsWith('.test.ts') ? [p] : [];
   });
 }
-const files = walk(join(root, 'test')).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))).sort();
+const include = filters.filter((x) => !x.startsWith('!'));
+const exclude = filters.filter((x) => x.startsWith('!')).map((x) => x.slice(1));
+const files = walk(join(root, 'test'))
+  .filter((f) => (include.length === 0 || include.some((x) => f.includes(x))) && !exclude.some((x) => x !== '' && f.includes(x)))
+  .sort();
 if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`);
   process.exit(1);

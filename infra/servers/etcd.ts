@@ -27,12 +27,15 @@ export function etcdBinary(line: EtcdLine, name: 'etcd' | 'etcdctl' = 'etcd'): s
 export class EtcdServer extends ManagedServer {
   peerPort = 0;
   readonly line: EtcdLine;
+  /** Where the server's log goes besides the harness's in-memory tail (appended across restarts). */
+  readonly logFile?: string;
   constructor(
     private readonly member?: { name: string; cluster: () => string; clusterToken: string },
-    options: { line?: EtcdLine } = {},
+    options: { line?: EtcdLine; logFile?: string } = {},
   ) {
     super('etcd');
     this.line = options.line ?? etcdLine();
+    this.logFile = options.logFile;
     etcdBinary(this.line);
   }
   get url(): string {
@@ -55,7 +58,7 @@ export class EtcdServer extends ManagedServer {
         '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
         '--initial-cluster', this.member?.cluster() ?? `baton=${peer}`, '--initial-cluster-state', existsSync(join(this.dir, 'data')) ? 'existing' : 'new',
         ...(this.member ? ['--initial-cluster-token', this.member.clusterToken] : []),
-        '--logger', 'zap', '--log-outputs', 'stderr',
+        '--logger', 'zap', '--log-outputs', this.logFile ? `stderr,${this.logFile}` : 'stderr',
       ],
       env: { ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
     };
@@ -79,13 +82,17 @@ export class EtcdServer extends ManagedServer {
 /**
  * etcdCluster starts a `size`-member etcd cluster on loopback (each member its own process, data
  * directory and ports) and resolves once every member answers /health. `url` lists every member.
+ * With `logDir`, member mN also writes its log to `logDir/etcd-mN.log`.
  */
-export async function etcdCluster(size = 3, options: { line?: EtcdLine } = {}): Promise<{ members: EtcdServer[]; url: string }> {
+export async function etcdCluster(size = 3, options: { line?: EtcdLine; logDir?: string } = {}): Promise<{ members: EtcdServer[]; url: string }> {
   const names = Array.from({ length: size }, (_, i) => `m${i + 1}`);
   const token = `baton-${process.pid}-${Date.now()}`;
   const members: EtcdServer[] = [];
   const cluster = () => members.map((m, i) => `${names[i]}=http://127.0.0.1:${m.peerPort}`).join(',');
-  for (const name of names) members.push(new EtcdServer({ name, cluster, clusterToken: token }, options));
+  for (const name of names) {
+    const logFile = options.logDir ? join(options.logDir, `etcd-${name}.log`) : undefined;
+    members.push(new EtcdServer({ name, cluster, clusterToken: token }, { line: options.line, logFile }));
+  }
   for (const m of members) {
     m.port = await freePort();
     m.peerPort = await freePort();
@@ -93,4 +100,25 @@ export async function etcdCluster(size = 3, options: { line?: EtcdLine } = {}): 
   // Members wait for a quorum before /health turns true: start them together.
   await Promise.all(members.map((m) => m.start()));
   return { members, url: `etcd://${members.map((m) => `127.0.0.1:${m.port}`).join(',')}` };
+}
+
+/**
+ * etcdRaftLeader finds the member that says it is raft leader now (maintenance Status, over the
+ * HTTP gateway, a second per member), with the cluster's raft term; frozen or restarting members
+ * are passed over. Retries for about ten seconds while an election is under way.
+ */
+export async function etcdRaftLeader(members: readonly EtcdServer[]): Promise<{ member: EtcdServer; term: number }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    for (const m of members) {
+      try {
+        const res = await fetch(`${m.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+        const status = (await res.json()) as { leader?: string; raftTerm?: string; header?: { member_id?: string } };
+        if (status.leader && status.leader === status.header?.member_id) return { member: m, term: Number(status.raftTerm) };
+      } catch {
+        // frozen or restarting: ask the next
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('no etcd member says it is the raft leader');
 }

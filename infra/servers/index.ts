@@ -6,7 +6,7 @@
 export { ManagedServer, freePort, waitForPort, requireBinary, writeConfig } from './base.js';
 export { PostgresServer } from './postgres.js';
 export { RedisServer } from './redis.js';
-export { EtcdServer, etcdBinary, etcdCluster, etcdLine, type EtcdLine } from './etcd.js';
+export { EtcdServer, etcdBinary, etcdCluster, etcdLine, etcdRaftLeader, type EtcdLine } from './etcd.js';
 export { AzuriteServer, AZURITE_ACCOUNT, AZURITE_KEY } from './azurite.js';
 export { NatsServer } from './nats.js';
 export { MariaDBServer } from './mariadb.js';

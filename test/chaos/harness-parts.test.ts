@@ -108,7 +108,8 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     [['--store', 'sqlite', '--duration', '5'], 78, /--duration: "5" is not a duration/],
     [['--store', 'sqlite', '--lease', '1s', '--renew-deadline', '2s'], 78, /leaseDurationMs .* must be greater than renewDeadlineMs/],
     [['--store', 'etcd', '--store-faults', 'member-kill'], 64, /--store-faults: "member-kill" is not a way to break etcd \(restart, freeze\)/],
-    [['--store', 'etcd-cluster', '--store-faults', ','], 64, /--store-faults is empty \(choose from member-kill, member-freeze\)/],
+    [['--store', 'etcd-cluster', '--store-faults', ','], 64, /--store-faults is empty \(choose from member-kill, member-freeze, member-freeze-leader\)/],
+    [['--store', 'zookeeper-ensemble', '--store-faults', 'member-freeze-leader'], 64, /"member-freeze-leader" is not a way to break zookeeper-ensemble \(member-kill, member-freeze\)/],
     [['--bogus'], 64, /unknown option '--bogus'/],
   ];
   for (const [args, code, message] of cases) {
@@ -124,4 +125,7 @@ test('chaos command line: --store-faults narrows the ways a store fault breaks t
   assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster']).storeFaults, ['member-kill', 'member-freeze']);
   assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster', '--store-faults', 'MEMBER-KILL']).storeFaults, ['member-kill']);
   assert.deepEqual(parseChaosArgs(['--store', 'redis', '--store-faults', 'freeze,restart']).storeFaults, ['restart', 'freeze']);
+  // Freezing the raft leader is opt-in: the default (and so every seed drawn from it) is unchanged.
+  assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster-current']).storeFaults, ['member-kill', 'member-freeze']);
+  assert.deepEqual(parseChaosArgs(['--store', 'etcd-cluster-current', '--store-faults', 'member-freeze-leader,member-kill']).storeFaults, ['member-kill', 'member-freeze-leader']);
 });
