@@ -126,17 +126,22 @@ export class KubeApiServer extends ManagedServer {
    * (one update per 10 s in kube-system); a watch is counted when it ends.
    */
   async requestTotals(): Promise<Record<string, number>> {
-    const res = await apiRequest({ server: this.server, ca: this.ca, token: this.token }, 'GET', '/metrics', undefined, 'text/plain');
-    if (res.status !== 200) throw new Error(`kube-apiserver: /metrics answered ${res.status}`);
     const counts: Record<string, number> = {};
-    for (const line of (res.body as string).split('\n')) {
-      if (!line.startsWith('apiserver_request_total{') || !line.includes('resource="leases"')) continue;
+    for (const { line, value } of await this.metricLines('apiserver_request_total{')) {
+      if (!line.includes('resource="leases"')) continue;
       const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
       if (!verb) continue;
       const k = METRIC_VERBS[verb] ?? 'other';
-      counts[k] = (counts[k] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+      counts[k] = (counts[k] ?? 0) + value;
     }
     return counts;
+  }
+
+  /** metricLines reads /metrics as the admin (exempt from the in-flight limits): the lines starting with `prefix`, with their values. */
+  async metricLines(prefix: string): Promise<{ line: string; value: number }[]> {
+    const res = await apiRequest({ server: this.server, ca: this.ca, token: this.token }, 'GET', '/metrics', undefined, 'text/plain');
+    if (res.status !== 200) throw new Error(`kube-apiserver: /metrics answered ${res.status}`);
+    return (res.body as string).split('\n').filter((l) => l.startsWith(prefix)).map((line) => ({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) }));
   }
 
   /** api makes one request as the admin, as kubectl would, and answers the status and the JSON body. */

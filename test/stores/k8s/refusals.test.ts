@@ -31,17 +31,8 @@ after(async () => {
 
 /** throttled is how many Lease writes (POST, PUT) the server has answered 429, by its own count. */
 async function throttled(): Promise<number> {
-  const text = await fetchMetrics();
-  return text.split('\n').filter((l) => l.startsWith('apiserver_request_total{') && l.includes('code="429"') && l.includes('resource="leases"') && /verb="(POST|PUT)"/.test(l)).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-}
-
-async function fetchMetrics(): Promise<string> {
-  const { apiRequest } = await import('../../../infra/servers/k8s-access.js');
-  for (;;) {
-    const res = await apiRequest({ server: server.server, ca: server.ca, token: server.token }, 'GET', '/metrics', undefined, 'text/plain');
-    if (res.status === 200) return res.body as string;
-    await new Promise((r) => setTimeout(r, 200)); // itself throttled: ask again
-  }
+  const lines = await server.metricLines('apiserver_request_total{');
+  return lines.filter(({ line }) => line.includes('code="429"') && line.includes('resource="leases"') && /verb="(POST|PUT)"/.test(line)).reduce((n, { value }) => n + value, 0);
 }
 
 test('k8s: writes answered 429 are sent again after Retry-After and are never a lost race', async () => {
