@@ -4,7 +4,8 @@
 // the files whose path contains it, e.g. `conformance !etcd/current/`)
 // BATON_SKIP_BUILD=1 skips the build (for tests that do not spawn the CLI).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -31,10 +32,22 @@ if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`);
   process.exit(1);
 }
+// TAP on stdout as before; beside it, the failed tests alone, printed again after the run.
+const summaryDir = mkdtempSync(join(tmpdir(), 'baton-test-'));
+const summary = join(summaryDir, 'failures.txt');
 const run = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${process.env.BATON_TEST_CONCURRENCY ?? 2}`, ...files],
+  [
+    '--import', 'tsx', '--test', `--test-concurrency=${process.env.BATON_TEST_CONCURRENCY ?? 2}`,
+    '--test-reporter=tap', '--test-reporter-destination=stdout',
+    `--test-reporter=${join(root, 'scripts/failures-reporter.mjs')}`, `--test-reporter-destination=${summary}`,
+    ...files,
+  ],
   { stdio: 'inherit', cwd: root },
 );
 if (run.status === null) console.error(`test runner ended by ${run.signal ?? 'an unknown cause'}${run.error ? `: ${run.error.message}` : ''}`);
+let failures = '';
+try { failures = readFileSync(summary, 'utf8'); } catch { /* the runner wrote nothing */ }
+rmSync(summaryDir, { recursive: true, force: true });
+if (failures !== '') console.error(`\n== node ${process.version}: ${failures.trimEnd()}`);
 process.exit(run.status ?? 1);
