@@ -1,6 +1,7 @@
 import type { Clock } from './clock.js';
 import type { Timing } from './options.js';
 import type { HolderMetadata, LeaseRecord, LeaseStore } from './store.js';
+import type { CandidateOptions } from './candidate-side.js';
 
 /** StopReason tells why a leader stopped leading. */
 export type StopReason =
@@ -18,7 +19,9 @@ export type StopReason =
    * The work was hung: no heartbeat within progressTimeoutMs (or, in the CLI, a failing health
    * command). The leader stepped down, released, and backs off before campaigning again.
    */
-  | 'hung';
+  | 'hung'
+  /** A directed handover (core/handover.ts): the work stopped, then the lease went to the named successor. */
+  | 'handover';
 
 /** ElectedEvent starts a leadership. */
 export interface ElectedEvent {
@@ -98,6 +101,14 @@ export interface LeaderElectorOptions extends Partial<Timing> {
    * exit. Default: none (the release follows the signal's abort at once).
    */
   beforeRelease?: (term: number) => Promise<void>;
+  /**
+   * Registers this candidate in the lock's candidate registry (core/candidates.ts; stores with a
+   * ledger) with what it says of itself, and sets its preference rule: with `prefer`, a leader
+   * hands over once, drain-first, to a live candidate ranking strictly higher that has been
+   * present for a retry period. A registered leader that stops hands over to the best live
+   * candidate instead of releasing to a race. Default: not registered (no requests at rest).
+   */
+  candidate?: CandidateOptions;
 }
 
 /** nextElected resolves with the next `elected` event of `emitter`, or rejects when `signal` aborts. */

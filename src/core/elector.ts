@@ -14,11 +14,13 @@ import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
 import { HangStreak, recordStepDown } from './hang-backoff.js';
+import { acceptWrite, askAndAwaitAcceptance, giveWrite, handedTo, handoverAcceptedBy, handoverAskedOf, requestHandover, takeWrite, type HandoverOptions, type HandoverOutcome } from './handover.js';
+import { CandidateSide } from './candidate-side.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
 
 /** ELECTOR_OPTION_KEYS: every key LeaderElectorOptions has; any other is refused (a typo would leave a default in force). */
-const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', 'progressTimeoutMs', 'beforeRelease', ...TIMING_KEYS] as const;
+const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'metadata', 'clock', 'random', 'progressTimeoutMs', 'beforeRelease', 'candidate', ...TIMING_KEYS] as const;
 
 /**
  * LeaderElector campaigns for one lock, holds it while it can renew, and steps down on its own
@@ -45,6 +47,10 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  *    leaseDuration > start + renewDeadline: the leader has stopped (signal aborted, `stopped`
  *    emitted) before anyone else can acquire. A write answered after its own deadline is never
  *    led on.
+ * 6. (campaignForRecord, renew, give) Directed handover (core/handover.ts): a standby named in the
+ *    leader's record accepts; the leader seeing the acceptance stops its work as on a step-down,
+ *    then writes the record to the successor with a new term; the successor takes it with its
+ *    own compare-and-set, and leads from that write's start (rule 4).
  * 5. (waitForChange) Standbys on watchable stores sleep until the observed expiry (with no timer
  *    where the live feed reports the server's removals) and are woken by changes; on other
  *    stores, and while a store's change feed is down, they poll every retryPeriod with jitter.
@@ -91,6 +97,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** The pending "no progress" timer of the current leadership, and the leadership it is for. */
   private progress?: { timer: TimerHandle; l: Leadership; sinceMs: number };
   private readonly hangStreak?: HangStreak;
+  /** The registry entry and preference rule of this candidate (core/candidate-side.ts), if any. */
+  private readonly side?: CandidateSide;
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -117,11 +125,24 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       throw new InvalidConfigError(`beforeRelease: must be a function returning a promise, got ${typeof options.beforeRelease}`);
     }
     this.beforeRelease = options.beforeRelease;
+    if (options.candidate !== undefined) {
+      this.side = new CandidateSide(options.candidate, {
+        store: this.store,
+        lock: this.lock,
+        identity: this.identity,
+        instance: '',
+        timing: this.timing,
+        clock: this.clock,
+        onError: (err) => this.reportError(err),
+        handover: (to) => this.handover(to, { ackTimeoutMs: this.timing.leaseDurationMs }),
+      });
+    }
     // `instance` tells this elector's own records from those of an earlier process that used
     // the same identity (see isOrphanOfOurs()).
     this.instance = randomBytes(6).toString('hex');
     // Frozen: it goes into every record this elector writes, and stores may cache its encoding.
     this.metadata = Object.freeze(processMetadata({ ...options.metadata, instance: this.instance }));
+    this.side?.setInstance(this.instance);
     this.loop = new ReconcileLoop(this.clock, () => this.state === 'running', () => this.reconcile(), (err) => {
       this.reportError(err);
       this.loop.schedule(this.leadership ? this.timing.retryPeriodMs : this.jittered());
@@ -144,6 +165,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (this.state !== 'idle') return this;
     this.state = 'running';
     this.unwatch = this.store.watch?.(this.lock, (record) => this.onNotify(record));
+    this.side?.start(this);
     this.loop.kick();
     return this;
   }
@@ -173,7 +195,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       const toRelease = this.pendingRelease ?? (l && this.releaseOnStop ? l.record : undefined);
       this.pendingRelease = undefined;
       if (toRelease && this.releaseOnStop) {
-        const released = this.release(toRelease);
+        // 6. With a registry, a graceful stop hands over to the best live candidate instead of a race.
+        const successor = this.side ? await withDeadline(this.side.successor(), bound, this.clock).catch(() => undefined) : undefined;
+        const released = successor ? this.giveOnStop(toRelease, successor, bound) : this.release(toRelease);
         unwatch?.();
         unwatch = undefined;
         await withDeadline(released, bound, this.clock).catch((err) => this.reportError(err));
@@ -181,7 +205,23 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       if (this.store.queue) await withDeadline(this.store.queue.withdraw(this.lock, this.identity), bound, this.clock).catch((err) => this.reportError(err));
     } finally {
       unwatch?.();
+      await this.side?.stop();
     }
+  }
+
+  /**
+   * handover hands this lock to candidate `to` (directed, drain-first: core/handover.ts) and
+   * resolves once `to` leads — from any candidate, leading or not. Outcomes: handed, already
+   * (`to` leads), not-held (nobody holds it, or on a standby: `from` set to the leader), not-candidate
+   * (`to` did not accept: nothing changed), moved (the lease went elsewhere meanwhile).
+   */
+  handover(to: string, options: Omit<HandoverOptions, 'clock'> = {}): Promise<HandoverOutcome> {
+    return requestHandover(this.store, this.lock, to, { clock: this.clock, ...options });
+  }
+
+  /** candidates lists the lock's registered candidates (needs `candidate` and a store with a ledger). */
+  candidates(): Promise<import('./candidates.js').CandidateInfo[]> {
+    return this.side ? this.side.list() : Promise.resolve([]);
   }
 
   /**
@@ -262,6 +302,12 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       if (record.term < l.term) return; // a late message about an older term
       if (record.holder !== this.identity || record.term !== l.term) {
         this.stepDown('lost');
+      } else if (handoverAskedOf(record) !== undefined || handoverAskedOf(l.record) !== undefined) {
+        // 6. A handover asked or accepted: adopt the record, so our next write compares on it
+        // (a renewal out meanwhile is refused, reads the record and adopts it then).
+        if (record.revision === l.record.revision || l.renewal) return;
+        l.record = record;
+        if (handoverAcceptedBy(record) === undefined) return;
       } else if (record.stepDownRequested) {
         this.stepDownAsked = { note: noteOf(record) ?? this.stepDownAsked?.note };
       } else {
@@ -304,6 +350,22 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.notified = NOTHING;
     // A lost race hands back the winner's record: decide again without another read, a few times at most.
     for (let attempt = 0; attempt < 3 && this.state === 'running'; attempt++) {
+      // 6. A record handed to this very instance: take it (the term was made for us).
+      if (record && record.holder === this.identity && handedTo(record) === this.instance) {
+        const startMs = this.clock.monotonicMs();
+        const taken = await this.store.write(this.lock, record.revision, takeWrite(record, this.timing.leaseDurationMs, this.clock.wallMs(), this.metadata));
+        if (taken.ok) return this.accept(taken.record, startMs);
+        if (!('current' in taken) || taken.current === undefined) break;
+        record = taken.current;
+        continue;
+      }
+      // 6. The leader was asked to hand over to us: accept, then wait for its record as usual.
+      if (record && record.holder !== this.identity && handoverAskedOf(record) === this.identity && handoverAcceptedBy(record) === undefined) {
+        const accepted = await this.store.write(this.lock, record.revision, acceptWrite(record, this.instance));
+        if (!accepted.ok && accepted.current === undefined) break;
+        record = accepted.ok ? accepted.record : accepted.current!;
+        continue;
+      }
       this.observe(record);
       // 1–2. What the record allows: write now, or wait for its expiry (claim-decision.ts).
       const decision = decideClaim(record, {
@@ -465,6 +527,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
    */
   private renew(l: Leadership): StepOutcome {
     if (this.stepDownAsked || l.record.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
+    if (handoverAcceptedBy(l.record) !== undefined) return this.give(l);
     sendRenewal(this.store, this.lock, l, this.clock, this.renewalAnswer);
     return STEP_PENDING;
   }
@@ -492,20 +555,55 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       return this.loop.scheduleAt(renewalDueMs(p.startMs, this.timing.retryPeriodMs));
     }
     // Changed under us yet still ours (a step-down flag)? Adopt it. Refused at our own revision: lost (e.g. a broken blob lease).
-    if (result.current !== undefined) return this.renewalRefused(l, result.current);
-    return this.store.read(this.lock).then((current) => this.renewalRefused(l, current));
+    if (result.current !== undefined) return this.renewalRefused(l, result.current, p.expected);
+    return this.store.read(this.lock).then((current) => this.renewalRefused(l, current, p.expected));
   }
 
-  private renewalRefused(l: Leadership, current: LeaseRecord | null): Promise<void> | void {
+  /** renewalRefused: a renewal compared on revision `refusedAt` was refused; `current` is the record now. */
+  private renewalRefused(l: Leadership, current: LeaseRecord | null, refusedAt: string): Promise<void> | void {
     if (this.leadership !== l) return;
-    if (current && current.holder === this.identity && current.term === l.term && current.revision !== l.record.revision) {
+    if (current && current.holder === this.identity && current.term === l.term && current.revision !== refusedAt) {
       l.record = current;
       if (current.stepDownRequested) return this.stepDownAndRelease(l, 'step-down-requested');
+      if (handoverAcceptedBy(current) !== undefined) return this.give(l);
       return this.loop.again();
     }
     this.stepDown('lost');
     this.observe(current);
     this.loop.schedule(0);
+  }
+
+  /**
+   * give (rule 6): the successor accepted the handover asked in our record: stop the work as on
+   * a step-down, then write the record to it with a new term (or release, if it changed meanwhile).
+   */
+  private give(l: Leadership): Promise<void> {
+    const to = { identity: handoverAskedOf(l.record)!, instance: handoverAcceptedBy(l.record)! };
+    this.holdOff();
+    this.stepDown('handover', `to ${to.identity}`);
+    return this.giveTo(l.record, to);
+  }
+
+  /** giveOnStop: stop() hands over to `successor` (asked, accepted within `boundMs`, given), or releases. */
+  private async giveOnStop(record: LeaseRecord, successor: string, boundMs: number): Promise<void> {
+    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, Math.min(boundMs / 2, this.timing.leaseDurationMs), this.clock);
+    if (asked) return this.giveTo(asked.record, { identity: successor, instance: asked.instance });
+    const current = await this.store.read(this.lock);
+    if (current && current.holder === this.identity && current.term === record.term) await this.release(current);
+  }
+
+  /** giveTo writes `record` (ours, our work stopped) to the successor that accepted; releases if it cannot. */
+  private async giveTo(record: LeaseRecord, to: { identity: string; instance: string }): Promise<void> {
+    if (this.beforeRelease) await this.beforeRelease(record.term).catch((err) => this.reportError(err));
+    let expected = record;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const result = await this.store.write(this.lock, expected.revision, giveWrite(expected, to.identity, to.instance, this.timing.leaseDurationMs, this.clock.wallMs()));
+      if (result.ok) return this.observe(result.record);
+      const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
+      if (!current || current.holder !== this.identity || current.term !== record.term) return;
+      if (handoverAcceptedBy(current) !== to.instance) return this.releaseNow(current);
+      expected = current;
+    }
   }
 
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
@@ -535,7 +633,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     this.progress = undefined;
     if (reason !== 'hung') this.hangStreak?.healthy();
     l.end(`elector: leadership of "${this.lock}" ended (${reason})`);
-    const ev: StoppedEvent = note !== undefined && (reason === 'step-down-requested' || reason === 'hung') ? { term: l.term, reason, note } : { term: l.term, reason };
+    const ev: StoppedEvent = note !== undefined && (reason === 'step-down-requested' || reason === 'hung' || reason === 'handover') ? { term: l.term, reason, note } : { term: l.term, reason };
     if (this.announcing) this.deferredStop = ev;
     else this.emit('stopped', ev);
   }
@@ -544,6 +642,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private async release(record: LeaseRecord): Promise<void> {
     // The work of the term stops before the lease can go to anyone else (beforeRelease).
     if (this.beforeRelease) await this.beforeRelease(record.term).catch((err) => this.reportError(err));
+    return this.releaseNow(record);
+  }
+
+  /** releaseNow is release() once the work has stopped. */
+  private async releaseNow(record: LeaseRecord): Promise<void> {
     let expected = record;
     for (let attempt = 0; attempt < 3; attempt++) {
       const result = await this.store.write(this.lock, expected.revision, releaseWrite(expected, this.clock.wallMs()));

@@ -7,10 +7,11 @@ import { faultTests } from './faults.js';
 import { lifecycleTests } from './lifecycle.js';
 import { queueTests } from './queue.js';
 import { renewRevisionsTests } from './renew-revisions.js';
+import { handoverTests } from './handover.js';
 import type { ConformanceOptions } from './context.js';
 
 export type { ConformanceOptions, StoreFaults } from './context.js';
-export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests };
+export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests, handoverTests };
 
 /**
  * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
@@ -35,6 +36,7 @@ export async function resolveCapabilities(options: ConformanceOptions) {
  *   record and a restarted server;
  * - notifyTests (notify stores), ledgerTests (ledger stores);
  * - electionTests: expiry, handover, lifecycle events and a concurrency fuzz test, with real electors;
+ * - handoverTests (compare-and-set stores with a ledger): directed handover among registered candidates;
  * - lifecycleTests: `close()`, and with `faults.makeUnreachableStore` the unreachable store;
  * - faultTests: the scenarios whose hooks `faults` gives (kill/start, restart, freeze/thaw,
  *   cut connections, cut feed) with real electors on short leases.
@@ -51,6 +53,7 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
   electionTests(options, caps);
+  if (caps.ledger && !caps.queue) handoverTests(options);
   lifecycleTests(options, caps);
   faultTests(options, caps);
 }

@@ -1,0 +1,254 @@
+import { hostname } from 'node:os';
+import type { Clock, TimerHandle } from './clock.js';
+import { InvalidConfigError } from './errors.js';
+import type { Ledger } from './store.js';
+
+/**
+ * The candidate registry: every campaigning candidate of a lock keeps one entry in the store's
+ * ledger, `baton/candidates/<lock>/<identity>`, with who it is (identity, instance, host, pid,
+ * start time, app version, priority, labels) and a beat counter it bumps every `refreshMs`. A
+ * candidate that stops marks its entry as left; one that dies stops beating.
+ *
+ * Liveness is never decided on another host's clock for anything that matters: the directed
+ * handover proves it (only a running candidate accepts, core/handover.ts), and the preference
+ * rule counts beats on the leader's own monotonic clock (PresenceTracker). The wall time of the
+ * last beat (`at`) is only shown, by `baton status`, as "last seen".
+ *
+ * Cost at rest: one ledger write per candidate per refreshMs, and with a preference rule one
+ * ledger list per refreshMs by the leader. Stores without a ledger have no registry.
+ */
+
+/** CandidateInfo is one registry entry. */
+export interface CandidateInfo {
+  readonly identity: string;
+  /** Tells this process from an earlier one with the same identity. */
+  readonly instance: string;
+  readonly host: string;
+  readonly pid: number;
+  /** Wall time the candidate started campaigning (ISO 8601). */
+  readonly startedAt: string;
+  readonly appVersion?: string;
+  readonly priority?: number;
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Bumped on every refresh. */
+  readonly beat: number;
+  /** The candidate's wall time of its last beat (ISO 8601; shown only). */
+  readonly at: string;
+  readonly refreshMs: number;
+  /** Set when the candidate stopped campaigning: why. */
+  readonly left?: string;
+}
+
+/** Prefer: which live candidate leadership should move to (see compareCandidates). */
+export type Prefer = 'newest' | 'oldest' | 'priority';
+export const PREFER_VALUES: readonly Prefer[] = ['newest', 'oldest', 'priority'];
+
+/** candidateKey is the ledger key of `identity`'s entry for `lock`. */
+export const candidateKey = (lock: string, identity: string): string => `${candidatePrefix(lock)}${identity}`;
+const candidatePrefix = (lock: string): string => `baton/candidates/${lock}/`;
+
+function parseCandidate(value: string): CandidateInfo | undefined {
+  try {
+    const v = JSON.parse(value) as CandidateInfo;
+    return v && typeof v.identity === 'string' && typeof v.instance === 'string' && typeof v.beat === 'number' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** readCandidate is `identity`'s registry entry for `lock`, or null. */
+export async function readCandidate(ledger: Ledger, lock: string, identity: string): Promise<CandidateInfo | null> {
+  const entry = await ledger.get(candidateKey(lock, identity));
+  return (entry && parseCandidate(entry.value)) ?? null;
+}
+
+/** listCandidates is every registry entry of `lock` (left ones included), in identity order. */
+export async function listCandidates(ledger: Ledger, lock: string): Promise<CandidateInfo[]> {
+  const prefix = candidatePrefix(lock);
+  const entries = await ledger.list(prefix);
+  // A lock whose name extends this one ("a" vs "a/b") has keys under the prefix too: skip them.
+  return entries.filter((e) => !e.key.slice(prefix.length).includes('/')).flatMap((e) => parseCandidate(e.value) ?? []);
+}
+
+/** validateAppVersion checks a semantic version (2.10.1, 3.0.0-rc.1, v1.2). */
+export function validateAppVersion(v: unknown, what = 'appVersion'): string {
+  if (typeof v !== 'string' || !/^v?\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.test(v)) {
+    throw new InvalidConfigError(`${what}: "${String(v)}" is not a semantic version (e.g. 2.4.1 or 3.0.0-rc.1)`);
+  }
+  return v;
+}
+
+/** compareVersions orders semantic versions (a pre-release below its release); negative if a < b. */
+export function compareVersions(a: string, b: string): number {
+  const split = (v: string) => {
+    const [core, pre] = v.replace(/^v/, '').split('+')[0]!.split(/-(.*)/s);
+    return { nums: core!.split('.').map(Number).concat([0, 0, 0]).slice(0, 3), pre };
+  };
+  const x = split(a);
+  const y = split(b);
+  for (let i = 0; i < 3; i++) if (x.nums[i] !== y.nums[i]) return x.nums[i]! - y.nums[i]!;
+  if (x.pre === y.pre) return 0;
+  if (x.pre === undefined) return 1;
+  if (y.pre === undefined) return -1;
+  const p = x.pre.split('.');
+  const q = y.pre.split('.');
+  for (let i = 0; i < Math.max(p.length, q.length); i++) {
+    if (p[i] === undefined) return -1;
+    if (q[i] === undefined) return 1;
+    const [m, n] = [Number(p[i]), Number(q[i])];
+    const d = Number.isInteger(m) && Number.isInteger(n) ? m - n : p[i]!.localeCompare(q[i]!);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * compareCandidates ranks `a` against `b` under `prefer`: positive when `a` ranks strictly
+ * higher. newest: the higher app version (none is lowest); oldest: the earlier start; priority:
+ * the higher priority (none is 0). Equal ranks are 0 — the rule then never moves leadership, so
+ * two equal candidates never pass it back and forth.
+ */
+export function compareCandidates(prefer: Prefer, a: Pick<CandidateInfo, 'appVersion' | 'priority' | 'startedAt'>, b: Pick<CandidateInfo, 'appVersion' | 'priority' | 'startedAt'>): number {
+  switch (prefer) {
+    case 'newest':
+      if (a.appVersion === undefined || b.appVersion === undefined) return a.appVersion !== undefined ? 1 : b.appVersion !== undefined ? -1 : 0;
+      return Math.sign(compareVersions(a.appVersion, b.appVersion));
+    case 'oldest':
+      return Math.sign(Date.parse(b.startedAt) - Date.parse(a.startedAt));
+    case 'priority':
+      return Math.sign((a.priority ?? 0) - (b.priority ?? 0));
+  }
+}
+
+/**
+ * successorOrder ranks candidates for a leader that is leaving anyway: by `prefer` first when
+ * set, then priority, app version, and the latest start (the one likely to stay longest).
+ */
+export function successorOrder(prefer: Prefer | undefined): (a: CandidateInfo, b: CandidateInfo) => number {
+  return (a, b) =>
+    (prefer ? compareCandidates(prefer, b, a) : 0) ||
+    compareCandidates('priority', b, a) ||
+    compareCandidates('newest', b, a) ||
+    Math.sign(Date.parse(b.startedAt) - Date.parse(a.startedAt));
+}
+
+/**
+ * PresenceTracker keeps, on the caller's monotonic clock, when each candidate's beat was last
+ * seen to change. A candidate is live while that was within `staleAfterBeats` of its refresh
+ * period; it has been present since the first list that showed it.
+ */
+export class PresenceTracker {
+  private readonly seen = new Map<string, { instance: string; beat: number; changedAtMs: number; firstSeenMs: number }>();
+  constructor(private readonly staleAfterBeats = 2.5) {}
+
+  /** update takes a fresh list at monotonic `nowMs`; returns the live entries, with how long each has been present. */
+  update(entries: readonly CandidateInfo[], nowMs: number): { info: CandidateInfo; presentMs: number }[] {
+    const live: { info: CandidateInfo; presentMs: number }[] = [];
+    const keep = new Set<string>();
+    for (const info of entries) {
+      keep.add(info.identity);
+      const prev = this.seen.get(info.identity);
+      const same = prev && prev.instance === info.instance;
+      const s = same ? prev : { instance: info.instance, beat: info.beat, changedAtMs: nowMs, firstSeenMs: nowMs };
+      if (same && prev.beat !== info.beat) {
+        s.beat = info.beat;
+        s.changedAtMs = nowMs;
+      }
+      this.seen.set(info.identity, s);
+      if (!info.left && nowMs - s.changedAtMs <= info.refreshMs * this.staleAfterBeats) live.push({ info, presentMs: nowMs - s.firstSeenMs });
+    }
+    for (const id of [...this.seen.keys()]) if (!keep.has(id)) this.seen.delete(id);
+    return live;
+  }
+}
+
+/** CandidateProfile is what a candidate says of itself in the registry. */
+export interface CandidateProfile {
+  readonly appVersion?: string;
+  readonly priority?: number;
+  readonly labels?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Registration keeps one candidate's entry: written at start, beaten every refreshMs, marked
+ * left at stop. Failures are reported and retried at the next beat; they never affect leading.
+ */
+export class Registration {
+  private beat = 0;
+  private timer?: TimerHandle;
+  private version: string | null | undefined;
+  private stopped = false;
+  private readonly startedAt: string;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly lock: string,
+    private readonly identity: string,
+    private readonly instance: string,
+    private readonly profile: CandidateProfile,
+    readonly refreshMs: number,
+    private readonly clock: Clock,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.startedAt = new Date(clock.wallMs()).toISOString();
+  }
+
+  /** info is the entry as this candidate would write it now. */
+  info(left?: string): CandidateInfo {
+    return {
+      identity: this.identity,
+      instance: this.instance,
+      host: hostname(),
+      pid: process.pid,
+      startedAt: this.startedAt,
+      ...(this.profile.appVersion !== undefined ? { appVersion: this.profile.appVersion } : {}),
+      ...(this.profile.priority !== undefined ? { priority: this.profile.priority } : {}),
+      ...(this.profile.labels !== undefined ? { labels: this.profile.labels } : {}),
+      beat: this.beat,
+      at: new Date(this.clock.wallMs()).toISOString(),
+      refreshMs: this.refreshMs,
+      ...(left !== undefined ? { left } : {}),
+    };
+  }
+
+  start(): Promise<void> {
+    return this.write();
+  }
+
+  /** stop marks the entry left (awaitable; never throws). */
+  async stop(reason = 'stopped'): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) this.clock.clearTimer(this.timer);
+    await this.writing;
+    await this.put(reason);
+  }
+
+  private write(): Promise<void> {
+    this.writing = this.put().finally(() => {
+      if (!this.stopped) this.timer = this.clock.setTimer(() => void this.write(), this.refreshMs);
+    });
+    return this.writing;
+  }
+
+  private async put(left?: string): Promise<void> {
+    const key = candidateKey(this.lock, this.identity);
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        if (this.version === undefined) this.version = (await this.ledger.get(key))?.version ?? null;
+        this.beat++;
+        const result = await this.ledger.put(key, this.version, JSON.stringify(this.info(left)));
+        if (result.ok) {
+          this.version = result.entry.version;
+          return;
+        }
+        // Another process wrote it (an earlier one with this identity): ours replaces it.
+        this.version = result.current === undefined ? undefined : (result.current?.version ?? null);
+      }
+    } catch (err) {
+      this.version = undefined;
+      this.onError(err);
+    }
+  }
+}

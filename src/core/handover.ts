@@ -1,0 +1,196 @@
+import { realClock, sleep, type Clock } from './clock.js';
+import { LeaseLostError } from './errors.js';
+import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite } from './store.js';
+import { readCandidate } from './candidates.js';
+
+/**
+ * Directed handover: the leader gives its lease to one named candidate, drain-first, so that this
+ * candidate — and only it — leads next, with a higher term, with no expiry waited out and no race.
+ *
+ * It is four compare-and-set writes on the lock's record, each of which any observer sees as a
+ * new revision (so no standby's expiry clock runs out meanwhile). Everything is carried in the
+ * record's metadata, so every compare-and-set store supports it as it is:
+ *
+ * 1. **Ask** (anyone: `baton handover`, the sidecar, the leader itself): the holder's record,
+ *    holder and term unchanged, gets `handoverTo: ID`. Nothing stops yet.
+ * 2. **Accept** (the candidate ID, when it hears of it): it adds `handoverAck: <its instance>`.
+ *    Only a live, campaigning candidate answers, so a handover to anyone else changes nothing:
+ *    the asker waits `ackTimeoutMs`, takes the question back and reports "not a live candidate".
+ * 3. **Give** (the leader, seeing the acceptance): it stops its work exactly as on a step-down —
+ *    signal aborted, `beforeRelease` awaited — and only then writes the record to name ID as
+ *    holder with a new term, marked `handoverInstance: <that instance>`. Nobody acts under that
+ *    term yet; to everyone else it is a held lease, timed by their own observation (rule 2).
+ * 4. **Take** (the instance that accepted): a compare-and-set of that record with its own
+ *    metadata, keeping the term; it leads from that write's start (rule 4), like any acquisition.
+ *
+ * If the successor dies between 3 and 4, its record is never renewed and expires by ordinary
+ * observation: the open election resumes one lease duration after the give at the latest.
+ *
+ * Queue stores (etcd, ZooKeeper) order their leaders by the queue itself: there the record is
+ * the front entry and nobody but the queue picks the next one. They refuse directed handover.
+ */
+
+/** Metadata keys of the protocol above. */
+export const HANDOVER_TO = 'handoverTo';
+export const HANDOVER_ACK = 'handoverAck';
+export const HANDOVER_INSTANCE = 'handoverInstance';
+export const HANDOVER_FROM = 'handoverFrom';
+
+/** handoverAskedOf: the candidate `record`'s holder was asked to hand over to, if any. */
+export function handoverAskedOf(record: LeaseRecord | null | undefined): string | undefined {
+  const to = record?.holder != null ? record.metadata[HANDOVER_TO] : undefined;
+  return typeof to === 'string' ? to : undefined;
+}
+
+/** handoverAcceptedBy: the instance of the candidate that accepted the handover asked in `record`, if any. */
+export function handoverAcceptedBy(record: LeaseRecord | null | undefined): string | undefined {
+  const ack = handoverAskedOf(record) !== undefined ? record!.metadata[HANDOVER_ACK] : undefined;
+  return typeof ack === 'string' ? ack : undefined;
+}
+
+/** handedTo: the instance a given record (step 3) is for, if `record` is one. */
+export function handedTo(record: LeaseRecord | null | undefined): string | undefined {
+  const instance = record?.holder != null ? record.metadata[HANDOVER_INSTANCE] : undefined;
+  return typeof instance === 'string' ? instance : undefined;
+}
+
+/** withMetadata is `record` as a write (holder, term and times kept) with `metadata`. */
+export function sameRecordWith(record: LeaseRecord, metadata: HolderMetadata): LeaseWrite {
+  return {
+    holder: record.holder,
+    newTerm: false,
+    leaseDurationMs: record.leaseDurationMs,
+    acquiredAt: record.acquiredAt,
+    renewedAt: record.renewedAt,
+    transitions: record.transitions,
+    stepDownRequested: record.stepDownRequested,
+    metadata,
+  };
+}
+
+/** withoutHandover is `metadata` with the ask and the acceptance taken out. */
+export function withoutHandover(metadata: HolderMetadata): HolderMetadata {
+  const { [HANDOVER_TO]: _to, [HANDOVER_ACK]: _ack, ...rest } = metadata;
+  return rest;
+}
+
+/** acceptWrite (step 2): `record` with the acceptance of `instance` added. */
+export function acceptWrite(record: LeaseRecord, instance: string): LeaseWrite {
+  return sameRecordWith(record, { ...record.metadata, [HANDOVER_ACK]: instance });
+}
+
+/** giveWrite (step 3): the leader's record handed to `to` (its instance `instance`), with a new term. */
+export function giveWrite(record: LeaseRecord, to: string, instance: string, leaseDurationMs: number, wallMs: number): LeaseWrite {
+  return {
+    holder: to,
+    newTerm: true,
+    leaseDurationMs,
+    acquiredAt: wallMs,
+    renewedAt: wallMs,
+    transitions: record.transitions + 1,
+    stepDownRequested: false,
+    metadata: { [HANDOVER_INSTANCE]: instance, [HANDOVER_FROM]: `${record.holder}@${record.term}` },
+  };
+}
+
+/** takeWrite (step 4): the given record taken up by its successor, term kept. */
+export function takeWrite(record: LeaseRecord, leaseDurationMs: number, wallMs: number, metadata: HolderMetadata): LeaseWrite {
+  return { ...sameRecordWith(record, metadata), leaseDurationMs, acquiredAt: wallMs, renewedAt: wallMs, stepDownRequested: false };
+}
+
+/**
+ * HandoverOutcome: `handed` (the successor leads, `record` is its record), `already` (the
+ * successor already held the lease), `not-held` (nobody holds it), `not-candidate` (the successor
+ * is not a live candidate: it never accepted; the leader kept leading and the question was taken
+ * back), `moved` (the lease went elsewhere meanwhile: another handover, a step-down, an expiry).
+ */
+export type HandoverOutcome =
+  | { readonly outcome: 'handed' | 'already'; readonly record: LeaseRecord }
+  | { readonly outcome: 'not-held' | 'moved'; readonly record: LeaseRecord | null }
+  | { readonly outcome: 'not-candidate'; readonly record: LeaseRecord | null; readonly why: string };
+
+/** HandoverOptions for requestHandover. */
+export interface HandoverOptions {
+  /** Only if this candidate holds the lock. */
+  readonly from?: string;
+  /** How long the successor has to accept before the question is taken back. Default: the holder's lease duration. */
+  readonly ackTimeoutMs?: number;
+  /** Overall bound: rejects with LeaseLostError after it (the handover may still complete). Default 30 s. */
+  readonly timeoutMs?: number;
+  readonly clock?: Clock;
+  /** How often the record is read while waiting, where the store has no watch. Default 50 ms. */
+  readonly pollMs?: number;
+}
+
+/**
+ * requestHandover asks the holder of `lock` to hand it to candidate `to` (the protocol above)
+ * and waits until `to` leads. The leader never stops before `to` has accepted; if `to` does
+ * not accept within `ackTimeoutMs`, the question is taken back and the outcome is
+ * `not-candidate`. A store with a ledger is asked first whether `to` ever registered as a
+ * candidate of `lock` (core/candidates.ts), so an unknown name is refused without waiting.
+ */
+export async function requestHandover(store: LeaseStore, lock: string, to: string, options: HandoverOptions = {}): Promise<HandoverOutcome> {
+  if (store.queue) throw new LeaseLostError(`handover: ${store.kind} orders its leaders by its own queue; a directed handover is not possible there`);
+  const clock = options.clock ?? realClock;
+  const deadline = clock.monotonicMs() + (options.timeoutMs ?? 30_000);
+  const pollMs = options.pollMs ?? 50;
+  let record = await store.read(lock);
+  if (!record || record.holder === null || (options.from !== undefined && record.holder !== options.from)) return { outcome: 'not-held', record };
+  if (record.holder === to && handedTo(record) === undefined) return { outcome: 'already', record };
+  if (store.ledger) {
+    const entry = await readCandidate(store.ledger, lock, to);
+    if (!entry || entry.left) return { outcome: 'not-candidate', record, why: entry ? `${to} left the election (${entry.left})` : `${to} is not a registered candidate of "${lock}"` };
+  }
+  const from = { holder: record.holder, term: record.term };
+  const stillFrom = (r: LeaseRecord | null): r is LeaseRecord => !!r && r.holder === from.holder && r.term === from.term;
+  // 1. Ask.
+  while (handoverAskedOf(record) !== to) {
+    const result = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
+    if (result.ok) {
+      record = result.record;
+      break;
+    }
+    const current = result.current !== undefined ? result.current : await store.read(lock);
+    if (!stillFrom(current)) return { outcome: 'moved', record: current };
+    record = current;
+  }
+  // 2–4. Wait for the acceptance, then for the successor to lead.
+  const ackBy = clock.monotonicMs() + (options.ackTimeoutMs ?? record.leaseDurationMs);
+  for (;;) {
+    const current = await store.read(lock);
+    if (current && current.holder === to && current.term > from.term && handedTo(current) === undefined) return { outcome: 'handed', record: current };
+    const given = !!current && current.holder === to && handedTo(current) !== undefined;
+    if (!stillFrom(current) && !given) return { outcome: 'moved', record: current };
+    if (stillFrom(current) && handoverAskedOf(current) !== to) return { outcome: 'moved', record: current };
+    if (stillFrom(current) && handoverAcceptedBy(current) === undefined && clock.monotonicMs() >= ackBy) {
+      // Nobody accepted: take the question back (a late acceptance loses its compare-and-set).
+      const back = await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata)));
+      if (back.ok) return { outcome: 'not-candidate', record: back.record, why: `${to} did not accept within ${Math.round(options.ackTimeoutMs ?? current.leaseDurationMs)}ms (not running, or not campaigning for "${lock}")` };
+      continue; // accepted (or changed) just now: look again
+    }
+    if (clock.monotonicMs() >= deadline) throw new LeaseLostError(`handover: "${lock}" did not reach ${to} within the timeout`);
+    await sleep(clock, pollMs);
+  }
+}
+
+/**
+ * askAndAwaitAcceptance is steps 1–2 for a leader that is leaving anyway (stop() with a
+ * registry): ask `to` on `record`, and wait up to `boundMs` for its acceptance. Resolves with
+ * the accepted record and the accepting instance, or undefined (question taken back, or the
+ * record moved) — the leader then releases as it would have.
+ */
+export async function askAndAwaitAcceptance(store: LeaseStore, lock: string, record: LeaseRecord, to: string, boundMs: number, clock: Clock, pollMs = 25): Promise<{ record: LeaseRecord; instance: string } | undefined> {
+  const by = clock.monotonicMs() + boundMs;
+  const asked = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
+  if (!asked.ok) return undefined;
+  let current: LeaseRecord | null = asked.record;
+  while (clock.monotonicMs() < by) {
+    await sleep(clock, pollMs);
+    current = await store.read(lock);
+    if (!current || current.holder !== record.holder || current.term !== record.term || handoverAskedOf(current) !== to) return undefined;
+    const instance = handoverAcceptedBy(current);
+    if (instance !== undefined) return { record: current, instance };
+  }
+  if (current) await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
+  return undefined;
+}

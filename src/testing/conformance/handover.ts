@@ -1,0 +1,143 @@
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaderElector } from '../../core/elector.js';
+import { candidateKey } from '../../core/candidates.js';
+import { handedTo } from '../../core/handover.js';
+import type { LeaseStore } from '../../core/store.js';
+import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+
+/** Short timings scaled from the store's shortest supported lease. */
+function timing(minLeaseMs: number) {
+  const lease = Math.max(600, minLeaseMs);
+  return { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(lease / 8) };
+}
+
+/**
+ * handoverTests (compare-and-set stores with a ledger) registers, with real electors: twenty
+ * directed handovers among three registered candidates — the named one leads next every time,
+ * with a higher term, the old leader's work stopped first and never two leaders; a handover to a
+ * name that is not a candidate, or to a registered one that does not answer, changes nothing; a
+ * successor that dies between the give and the take is replaced by ordinary expiry.
+ */
+export function handoverTests(o: ConformanceOptions): void {
+  const t = timing(o.minLeaseMs ?? 600);
+  const electors: LeaderElector[] = [];
+  const handles = new Handles(o.makeStore);
+  const elector = (store: LeaseStore, lock: string, identity: string) => {
+    const e = new LeaderElector({ store, lock, identity, ...t, candidate: {} });
+    e.on('storeError', () => {});
+    electors.push(e);
+    return e;
+  };
+
+  describe(`${o.name}: directed handover`, () => {
+    after(async () => {
+      await Promise.all(electors.splice(0).map((e) => e.stop().catch(() => {})));
+      await handles.closeAll();
+    });
+
+    it('20 handovers to random targets: the named candidate leads next, with a higher term, never two at once', async () => {
+      const lock = uniqueLock('handover-directed');
+      const names = ['ann', 'ben', 'cat'];
+      const all = await Promise.all(names.map(async (n) => elector(await handles.get(), lock, n)));
+      // Who leads, by the electors' own isLeader(), sampled while handovers run; and the order of events.
+      const events: string[] = [];
+      let overlap = 0;
+      all.forEach((e) => {
+        e.on('elected', (ev) => events.push(`elected ${e.identity} ${ev.term}`));
+        e.on('stopped', (ev) => events.push(`stopped ${e.identity} ${ev.term} ${ev.reason}`));
+      });
+      const sampler = setInterval(() => {
+        if (all.filter((e) => e.isLeader()).length > 1) overlap++;
+      }, 2);
+      try {
+        all.forEach((e) => e.start());
+        await waitFor(() => all.some((e) => e.isLeader()), t.leaseDurationMs * 4 + 3000, 'a first leader');
+        // Every candidate registered before the first handover is asked.
+        await waitFor(async () => (await all[0]!.candidates()).length === 3, 5000, 'three registry entries');
+        let term = all.find((e) => e.isLeader())!.term!;
+        for (let i = 0; i < 20; i++) {
+          const leader = all.find((e) => e.isLeader())!;
+          const others = all.filter((e) => e !== leader);
+          const target = others[Math.floor(Math.random() * others.length)]!;
+          const leaderTerm = leader.term!;
+          const r = await leader.handover(target.identity, { timeoutMs: t.leaseDurationMs * 6 });
+          assert.equal(r.outcome, "handed", `round ${i}: ${leader.identity} → ${target.identity}: ${r.outcome} ${JSON.stringify(r.record)} events: ${events.join(" | ")}`);
+          assert.equal(r.record!.holder, target.identity);
+          await waitFor(() => target.isLeader(), t.leaseDurationMs * 2, `round ${i}: ${target.identity} to lead`);
+          assert.ok(target.term! > term, `round ${i}: term ${target.term} after ${term}`);
+          term = target.term!;
+          // The old leader's stop came before the successor's election.
+          const stoppedAt = events.lastIndexOf(`stopped ${leader.identity} ${leaderTerm} handover`);
+          const electedAt = events.lastIndexOf(`elected ${target.identity} ${term}`);
+          assert.ok(stoppedAt >= 0 && stoppedAt < electedAt, `round ${i}: events ${events.slice(-4).join(' | ')}`);
+        }
+      } finally {
+        clearInterval(sampler);
+      }
+      assert.equal(overlap, 0, 'two candidates were isLeader() at once');
+    });
+
+    it('a handover to a name that is not a candidate, or to one that does not answer, changes nothing', async () => {
+      const lock = uniqueLock('handover-refused');
+      const [sa, sb] = [await handles.get(), await handles.get()];
+      const a = elector(sa, lock, 'ann');
+      const stops: string[] = [];
+      a.on('stopped', (ev) => stops.push(ev.reason));
+      a.start();
+      const won = await a.elected();
+      const b = elector(sb, lock, 'ben');
+      b.start();
+      await waitFor(() => b.leader()?.holder === 'ann', 5000, 'ben to see ann');
+
+      const unknown = await a.handover('nobody');
+      assert.equal(unknown.outcome, 'not-candidate');
+      // A registered name whose process is gone: it never accepts, so the question is taken back.
+      const ghost = JSON.stringify({ identity: 'ghost', instance: 'x', host: 'h', pid: 1, startedAt: new Date().toISOString(), beat: 1, at: new Date().toISOString(), refreshMs: 1000 });
+      await sa.ledger!.put(candidateKey(lock, 'ghost'), null, ghost);
+      const started = Date.now();
+      const silent = await a.handover('ghost', { ackTimeoutMs: t.leaseDurationMs });
+      assert.equal(silent.outcome, 'not-candidate');
+      assert.ok(Date.now() - started >= t.leaseDurationMs - 50, 'waited the acceptance bound');
+      assert.ok(a.isLeader(), 'ann still leads');
+      assert.equal(a.term, won.term, 'same term');
+      assert.deepEqual(stops, [], 'ann never stopped');
+      const record = await sa.read(lock);
+      assert.equal(record?.metadata.handoverTo, undefined, 'the question was taken back');
+      // And a real handover still works after that.
+      assert.equal((await a.handover('ben')).outcome, 'handed');
+    });
+
+    it('a successor that dies between the give and the take is replaced by ordinary expiry', async () => {
+      const lock = uniqueLock('handover-dies');
+      const [sa, sb, sc] = [await handles.get(), await handles.get(), await handles.get()];
+      const a = elector(sa, lock, 'ann');
+      a.start();
+      await a.elected();
+      // ben accepts, but its take never reaches the store: as if killed right after accepting.
+      const dying = new Proxy(sb, {
+        get(target, key) {
+          if (key === 'write') {
+            return (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) =>
+              next.holder === 'ben' && !next.newTerm ? new Promise(() => {}) : target.write(l, expected, next);
+          }
+          const v = Reflect.get(target, key, target);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const b = elector(dying, lock, 'ben');
+      const c = elector(sc, lock, 'cat');
+      b.start();
+      c.start();
+      await waitFor(async () => (await a.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
+      const asked = a.handover('ben', { timeoutMs: t.leaseDurationMs * 2 }).catch((e: Error) => e);
+      await waitFor(async () => handedTo(await sa.read(lock)) !== undefined, t.leaseDurationMs * 4, 'the give');
+      const givenAt = performance.now();
+      await waitFor(() => a.isLeader() || c.isLeader(), t.leaseDurationMs * 4 + 3000, 'a leader after the dead successor');
+      const gap = performance.now() - givenAt;
+      assert.ok(gap >= t.leaseDurationMs - 50, `someone led ${gap.toFixed(0)}ms after the give, before its lease could expire`);
+      assert.equal(b.isLeader(), false);
+      await asked;
+    });
+  });
+}
