@@ -33,6 +33,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   exit 69
 fi
 mkdir -p "$cache"
+# One build at a time per cache (two test files may ask at once): the second finds the first's image.
+exec 9>"$cache/.lock"
+flock 9
 work="$(mktemp -d "${TMPDIR:-/tmp}/baton-image-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)

@@ -15,50 +15,14 @@
  * naming scripts/install-servers.sh.
  */
 import assert from 'node:assert/strict';
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, TempDir, waitFor } from '../harness/cli.js';
+import { NODE_LINE, buildImage, imageSkip as skip, ok, runFlags, sh } from './podman.js';
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-const NODE_LINE = process.env.BATON_IMAGE_NODE_LINE ?? '24';
-
-function onPath(tool: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
-}
-const missing = ['buildah', 'podman', 'mmdebstrap'].filter((t) => !onPath(t));
-const root = process.getuid?.() === 0;
-const canInstall = root && existsSync('/usr/bin/apt-get');
-const skip = canInstall ? false
-  : !root ? 'the image is built as root (its layers keep the owners root and uid 10001); this test runs as another user'
-  : missing.length > 0 ? `${missing.join(', ')} not installed and no apt-get to install them from` : false;
-
-function sh(cmd: string, args: string[], timeoutMs = 120_000): SpawnSyncReturns<string> {
-  return spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, cwd: ROOT });
-}
-function ok(r: SpawnSyncReturns<string>, what: string): string {
-  assert.equal(r.status, 0, `${what} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`.slice(-4000));
-  return r.stdout;
-}
-
-/**
- * runFlags: what `podman run` needs to start a container on machines like CI's. runc rather than
- * crun, which refuses a hybrid cgroup v1/v2 host; limits no higher than this process's own, since
- * a sandbox without CAP_SYS_RESOURCE cannot raise them to podman's defaults (runc and crun then
- * fail with "setrlimit … operation not permitted"). Harmless where neither is needed.
- */
-function runFlags(): string[] {
-  const limits = readFileSync('/proc/self/limits', 'utf8');
-  const hard = (label: string) => /^\S.*?\s{2,}(\S+)\s+(\S+)/.exec(limits.split('\n').find((l) => l.startsWith(label)) ?? '')?.[2];
-  const nofile = hard('Max open files');
-  return [
-    ...(onPath('runc') ? ['--runtime', 'runc'] : []),
-    ...(nofile && nofile !== 'unlimited' ? ['--ulimit', `nofile=${nofile}:${nofile}`] : []),
-    '--ulimit', 'nproc=4096:4096',
-  ];
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -80,12 +44,9 @@ after(() => {
 
 describe(`the image, on Node ${NODE_LINE}`, { skip }, () => {
   before(() => {
-    assert.deepEqual(missing, [], `${missing.join(', ')} not installed: run bash scripts/install-servers.sh (as root)`);
-    // The package as it would be published (dist is built by the test command).
-    const packed = ok(sh('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir.path]), 'npm pack').trim().split('\n').pop()!;
-    const built = sh('bash', [join(ROOT, 'image/build.sh'), join(dir.path, packed)], 15 * 60_000);
-    image = ok(built, 'image/build.sh').trim().split('\n').pop()!;
-    console.log(built.stderr.trim().split('\n').pop());
+    const built = buildImage(dir.path);
+    image = built.image;
+    console.log(built.summary);
   });
 
   it('runs as a numeric non-root user, with `baton` as its entrypoint and the package\'s version', () => {
