@@ -65,9 +65,12 @@ uris="$( { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sou
 main_uri="$(grep -E '/debian/?$' <<<"$uris" | head -1 || true)"
 security_uri="$(grep -E '/debian-security/?$' <<<"$uris" | head -1 || true)"
 [ -n "$main_uri" ] || { echo "image/build.sh: no Debian archive in /etc/apt's sources (a URI ending in /debian)" >&2; exit 69; }
-base_key="$(printf '%s\n' "$suite" "$packages" "$(sha256sum "$here/build.sh" | cut -c1-64)" | sha256sum | cut -c1-16)"
+# Keyed by what goes into it (raise base_format when the mmdebstrap line below changes).
+base_format=1
+base_key="$(printf '%s\n' "$suite" "$packages" "$base_format" | sha256sum | cut -c1-16)"
 base="$cache/debian-$suite-$base_key.tar"
 if [ ! -f "$base" ]; then
+  rm -f "$cache"/debian-*.tar
   echo "image/build.sh: assembling Debian $suite ($packages)" >&2
   sources=("deb $main_uri $suite main" "deb $main_uri $suite-updates main")
   [ -z "$security_uri" ] || sources+=("deb $security_uri $suite-security main")
