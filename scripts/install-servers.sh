@@ -9,7 +9,9 @@ set -euo pipefail
 # MariaDB Galera cluster the MySQL store is tested on (infra/servers/galera.ts).
 # python3: `baton run --progress-timeout` serves NOTIFY_SOCKET through it (docs/watchdog.md), and
 # the hung-work tests' children are python3 programs that speak sd_notify.
-packages=(python3 postgresql redis-server etcd-server etcd-client nats-server mariadb-server galera-4 rsync faketime chromium zookeeper libcurator-framework-java libcurator-recipes-java python3-kazoo openjdk-17-jdk-headless python3-venv)
+# buildah, mmdebstrap, podman, runc: image/build.sh assembles baton's OCI image from a Debian root
+# (mmdebstrap) with buildah; test/image runs it with podman on runc (crun refuses a hybrid cgroup host).
+packages=(python3 postgresql redis-server etcd-server etcd-client nats-server mariadb-server galera-4 rsync faketime chromium zookeeper libcurator-framework-java libcurator-recipes-java python3-kazoo openjdk-17-jdk-headless python3-venv buildah mmdebstrap podman runc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -17,13 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-servers.sh
 # The real Kubernetes API server, etcd 3.6 and client-go's elector, built from the Go module
-# proxy into ~/.cache/baton (about 16 min on a new 2-core machine, nothing once built): in the
-# background while npm installs.
-bash infra/kube/build.sh > .kube-build.log 2>&1 &
+# proxy into ~/.cache/baton (about 16 min on a new 2-core machine, nothing once built), then helm
+# for the chart's tests (infra/helm/build.sh, about 4 min): in the background while npm installs,
+# one after the other (two Go builds at once would only share the two cores).
+{ bash infra/kube/build.sh && bash infra/helm/build.sh; } > .kube-build.log 2>&1 &
 kube_build=$!
 npm ci --no-audit --no-fund
 if ! wait "$kube_build"; then
-  echo "infra/kube/build.sh failed:" >&2
+  echo "infra/kube/build.sh or infra/helm/build.sh failed:" >&2
   tail -30 .kube-build.log >&2
   exit 1
 fi
