@@ -37,6 +37,8 @@ export interface CandidateConfig {
   writeEveryMs: number;
   /** Shard mode: run a ShardGroup member of group `lock` with this many shards. */
   shards?: number;
+  /** Register in the candidate registry (handover faults name candidates there). */
+  register?: boolean;
 }
 
 const config = JSON.parse(process.env.CHAOS_CANDIDATE ?? 'null') as CandidateConfig | null;
@@ -88,6 +90,7 @@ const leadingOptions = {
   leaseDurationMs: config.leaseDurationMs,
   renewDeadlineMs: config.renewDeadlineMs,
   retryPeriodMs: config.retryPeriodMs,
+  register: config.register === true,
   emit,
   onStoreError(err: Error) {
     errors++;

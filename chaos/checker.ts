@@ -202,7 +202,8 @@ export function check(
   const faultWindows: { start: number; end: number; target?: string }[] = [];
   const injects = harness.filter((e): e is Extract<HarnessEvent, { ev: 'inject' }> => e.ev === 'inject');
   const heals = new Map<number, number>();
-  for (const e of harness) if (e.ev === 'heal') heals.set(e.id, e.t);
+  const healDetails = new Map<number, string | undefined>();
+  for (const e of harness) if (e.ev === 'heal') (heals.set(e.id, e.t), healDetails.set(e.id, e.detail));
   for (const f of injects) {
     const healed = heals.get(f.id);
     faultLog.push({ id: f.id, kind: f.kind, variant: f.variant, target: f.target, atMs: rel(f.t), healedAtMs: healed === undefined ? undefined : rel(healed) });
@@ -254,6 +255,11 @@ export function check(
       if (!seen) faultsNotSeen.push(`clock fault #${f.id} (${f.variant}) on ${f.target}: no wall-clock sample near the new offset`);
     } else if (f.kind === 'stall') {
       if (!events.some((e) => e.ev === 'stall' && e.t >= f.t - 5 && e.t < f.t + 2000)) faultsNotSeen.push(`stall #${f.id} on ${f.target}: the candidate never logged it`);
+    } else if (f.kind === 'handover') {
+      // The named standby must have led next, with a higher term, by its own log.
+      const detail = healDetails.get(f.id) ?? 'never answered';
+      const ledNext = events.some((e) => e.ev === 'elected' && e.t > f.t);
+      if (!detail.startsWith('handed') || !ledNext) faultsNotSeen.push(`handover #${f.id} ${f.variant}: ${detail}${ledNext ? '' : '; the target never logged an election'}`);
     } else if (f.kind === 'store' && !f.variant.startsWith('member-')) {
       // (A member fault on a cluster is meant to be survived: renewals through the other
       // members are the point, so it is not required to stop them.)

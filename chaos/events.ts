@@ -43,10 +43,10 @@ export type RegisterEvent =
   | { ev: 'rejected'; t: number; token: number; from: string; newest: number; key?: string };
 
 /** FaultKind names a kind of fault the harness injects. */
-export type FaultKind = 'kill' | 'pause' | 'store' | 'partition' | 'clock' | 'stall';
+export type FaultKind = 'kill' | 'pause' | 'store' | 'partition' | 'clock' | 'stall' | 'handover';
 
 /** FAULT_KINDS lists every fault kind, in the order reports show them. */
-export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'store', 'partition', 'clock', 'stall'];
+export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'store', 'partition', 'clock', 'stall', 'handover'];
 
 /** HarnessEvent is one line of the harness's log. */
 export type HarnessEvent =

@@ -14,6 +14,9 @@ import type { PartitionMode, PartitionProxy } from '../infra/proxy.js';
 import type { Random } from './random.js';
 import type { RegisterClient } from './register-client.js';
 import type { ChaosTiming, RunningStore } from './stores.js';
+import type { LeaseStore } from '../src/core/store.js';
+import { openStore } from '../src/stores/registry.js';
+import { requestHandover } from '../src/core/handover.js';
 
 /** FaultPlan is one scheduled fault. Durations are in ms. */
 export interface FaultPlan {
@@ -80,13 +83,21 @@ export interface FaultContext {
   log: JsonlWriter<HarnessEvent>;
   /** Current libfaketime offset per slot, when clock faults are on. */
   wallOffsets?: string[];
+  /** The run's lock (handover faults ask for its directed handover). */
+  lock: string;
 }
 
 /** FaultInjector applies planned faults and counts them by kind. */
 export class FaultInjector {
-  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0 };
+  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0, handover: 0 };
+  /** The harness's own handle on the store, for handover faults (opened on first use). */
+  private handle?: Promise<LeaseStore>;
 
   constructor(private readonly ctx: FaultContext) {}
+
+  async close(): Promise<void> {
+    if (this.handle) await (await this.handle.catch(() => undefined))?.close();
+  }
 
   /**
    * settle waits until some leader is writing to the register (the previous fault's failover is
@@ -154,6 +165,18 @@ export class FaultInjector {
         links.register.heal();
         return heal();
       }
+      case 'handover': {
+        // A directed handover to a standby, asked through the store as `baton handover` would:
+        // the leader drains first, the named standby alone takes over. Effect: it leads (handed).
+        this.handle ??= openStore(this.ctx.store.url);
+        const store = await this.handle;
+        inject(`to ${target}`);
+        const r = await requestHandover(store, this.ctx.lock, target!, { timeoutMs: plan.holdMs }).then(
+          (x) => x.outcome + ('why' in x ? `: ${x.why}` : ''),
+          (err: Error) => `failed: ${err.message}`,
+        );
+        return heal(r);
+      }
       case 'clock': {
         const offsets = this.ctx.wallOffsets;
         if (!offsets) throw new Error('clock faults need the fleet started under libfaketime');
@@ -176,7 +199,8 @@ export class FaultInjector {
     const { fleet, register } = this.ctx;
     const last = await register.lastWriter();
     const leader = last && last.ageMs < 250 ? fleet.slotOf(last.from) : undefined;
-    if (plan.atLeader && leader !== undefined) return leader;
+    // A handover's target is always a standby (the leader hands over *to* it).
+    if (plan.atLeader && leader !== undefined && plan.kind !== 'handover') return leader;
     const others: number[] = [];
     for (let i = 0; i < fleet.size; i++) if (i !== leader && fleet.alive(i)) others.push(i);
     if (others.length === 0) return leader ?? 0;

@@ -34,6 +34,8 @@ export interface FleetOptions {
   writeEveryMs: number;
   /** Shard mode: each candidate runs a ShardGroup member of group `lock` with this many shards. */
   shards?: number;
+  /** Candidates register in the candidate registry (for handover faults). */
+  register?: boolean;
   /** storeUrlFor gives slot i's store URL (through its proxy for network stores). */
   storeUrlFor(slot: number): string;
   /** Wall-clock offsets (libfaketime syntax, e.g. "+1h") per slot; undefined runs without libfaketime. */
@@ -103,6 +105,7 @@ export class Fleet {
       ...o.timing,
       writeEveryMs: o.writeEveryMs,
       shards: o.shards,
+      register: o.register,
     };
     const env: NodeJS.ProcessEnv = { ...process.env, CHAOS_CANDIDATE: JSON.stringify(config) };
     const offset = o.wallOffsets?.[slot];

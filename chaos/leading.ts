@@ -34,6 +34,8 @@ export interface LeadingOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** Register in the candidate registry (LeaderElectorOptions.candidate). */
+  register?: boolean;
   emit(e: CandidateEvent): void;
   onStoreError(err: Error): void;
 }
@@ -47,6 +49,7 @@ export function electorLeading(o: LeadingOptions): Leading {
     leaseDurationMs: o.leaseDurationMs,
     renewDeadlineMs: o.renewDeadlineMs,
     retryPeriodMs: o.retryPeriodMs,
+    ...(o.register ? { candidate: {} } : {}),
   });
   const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
   // From the event, not leadershipWindow(): a leadership won just before its deadline is already

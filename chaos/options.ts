@@ -89,7 +89,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     kind,
     candidates,
     durationMs: parseDuration(text('duration')!, '--duration'),
-    faults: parseFaults(text('faults')!, kind),
+    faults: parseFaults(text('faults')!, kind, shards),
     storeFaults: parseStoreFaults(text('storeFaults'), kind),
     seed,
     timing: {
@@ -108,8 +108,13 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
 }
 
 /** applicableFaults lists the fault kinds that make sense for a store kind. */
-export function applicableFaults(kind: ChaosStoreKind): FaultKind[] {
-  return FAULT_KINDS.filter((k) => k !== 'partition' || kind.network);
+export function applicableFaults(kind: ChaosStoreKind, shards?: number): FaultKind[] {
+  return FAULT_KINDS.filter((k) => (k !== 'partition' || kind.network) && (k !== 'handover' || handoverApplies(kind, shards)));
+}
+
+/** handoverApplies: directed handovers (core/handover.ts) exist on compare-and-set stores, for single elections. */
+export function handoverApplies(kind: ChaosStoreKind, shards?: number): boolean {
+  return !kind.queue && !kind.noDirectedHandover && shards === undefined;
 }
 
 function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): readonly string[] {
@@ -123,14 +128,15 @@ function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): reado
   return known.filter((w) => words.includes(w));
 }
 
-function parseFaults(list: string, kind: ChaosStoreKind): FaultKind[] {
+function parseFaults(list: string, kind: ChaosStoreKind, shards?: number): FaultKind[] {
   const words = list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
-  if (words.length === 1 && words[0] === 'all') return applicableFaults(kind);
+  if (words.length === 1 && words[0] === 'all') return applicableFaults(kind, shards);
   if (words.length === 1 && words[0] === 'none') return [];
   const out: FaultKind[] = [];
   for (const w of words) {
     if (!(FAULT_KINDS as readonly string[]).includes(w)) throw new UsageError(`chaos: --faults: "${w}" is not a fault kind (${FAULT_KINDS.join(', ')}, all, none)`);
     if (w === 'partition' && !kind.network) throw new UsageError(`chaos: --faults: partition does not apply to ${kind.name}: ${PARTITION_NEEDS_NETWORK}`);
+    if (w === 'handover' && !handoverApplies(kind, shards)) throw new UsageError(`chaos: --faults: handover does not apply to ${kind.name}${shards !== undefined ? ' with --shards' : ''}: directed handover is for single elections on compare-and-set stores`);
     if (!out.includes(w as FaultKind)) out.push(w as FaultKind);
   }
   if (out.length === 0) throw new UsageError('chaos: --faults is empty (use "none" for a run without faults)');

@@ -92,6 +92,7 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     dir,
     lock: o.shards ? GROUP : LOCK,
     shards: o.shards,
+    register: o.faults.includes('handover'),
     registerPortFor: (slot) => (proxies ? proxies[slot]!.register.port : registerPort),
     timing: o.timing,
     writeEveryMs: o.writeEveryMs,
@@ -110,7 +111,8 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   }
   log.write({ ev: 'window', t: monoMs(), edge: 'start', hostSkewMs: Date.now() - monoMs() });
 
-  const injector = new FaultInjector({ fleet, store, storeFaults: o.storeFaults, proxies, register, log, wallOffsets });
+  const injector = new FaultInjector({ fleet, store, storeFaults: o.storeFaults, proxies, register, log, wallOffsets, lock: LOCK });
+  cleanups.push(() => injector.close());
   const endAt = monoMs() + o.durationMs;
   if (o.faults.length > 0) {
     for (const plan of planFaults(new Random(o.seed), o.faults, o.timing)) {

@@ -2,7 +2,7 @@ import type { Clock, TimerHandle } from './clock.js';
 import { InvalidConfigError } from './errors.js';
 import type { Timing } from './options.js';
 import type { LeaseStore } from './store.js';
-import type { HandoverOutcome } from './handover.js';
+import { directedHandoverRefusal, type HandoverOutcome } from './handover.js';
 import {
   PREFER_VALUES,
   PresenceTracker,
@@ -77,7 +77,8 @@ export class CandidateSide {
     if (refreshMs !== undefined && !(typeof refreshMs === 'number' && refreshMs >= 100 && refreshMs <= 3_600_000)) throw new InvalidConfigError(`candidate.refreshMs: must be 100 ms to 1 h, got ${String(refreshMs)}`);
     if (labels !== undefined && (typeof labels !== 'object' || Object.values(labels).some((v) => typeof v !== 'string'))) throw new InvalidConfigError('candidate.labels: must map names to strings');
     if (prefer !== undefined && !deps.store.ledger) throw new InvalidConfigError(`candidate.prefer: the ${deps.store.kind} store has no ledger to keep the candidate registry in`);
-    if (prefer !== undefined && deps.store.queue) throw new InvalidConfigError(`candidate.prefer: ${deps.store.kind} orders its leaders by its own queue; leadership cannot be moved by preference there`);
+    const refusal = directedHandoverRefusal(deps.store);
+    if (prefer !== undefined && refusal) throw new InvalidConfigError(`candidate.prefer: ${refusal}`);
     this.prefer = prefer;
     this.profile = { ...(appVersion !== undefined ? { appVersion: validateAppVersion(appVersion, 'candidate.appVersion') } : {}), ...(priority !== undefined ? { priority } : {}), ...(labels !== undefined ? { labels: { ...labels } } : {}) };
     this.refreshMs = refreshMs ?? deps.timing.leaseDurationMs;
@@ -120,7 +121,7 @@ export class CandidateSide {
    * clock — only a guess, which the handover's acceptance step checks.
    */
   async successor(): Promise<string | undefined> {
-    if (!this.registration) return undefined;
+    if (!this.registration || directedHandoverRefusal(this.deps.store)) return undefined;
     const entries = (await this.list()).filter((e) => e.identity !== this.deps.identity && !e.left);
     const counted = new Set(this.tracker.update(entries, this.deps.clock.monotonicMs()).map((x) => x.info.identity));
     const now = this.deps.clock.wallMs();

@@ -1,5 +1,5 @@
 import { realClock, sleep, type Clock } from './clock.js';
-import { LeaseLostError } from './errors.js';
+import { InvalidConfigError, LeaseLostError } from './errors.js';
 import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite } from './store.js';
 import { readCandidate } from './candidates.js';
 
@@ -29,6 +29,13 @@ import { readCandidate } from './candidates.js';
  * Queue stores (etcd, ZooKeeper) order their leaders by the queue itself: there the record is
  * the front entry and nobody but the queue picks the next one. They refuse directed handover.
  */
+
+/** directedHandoverRefusal: why `store` cannot do a directed handover, or undefined when it can. */
+export function directedHandoverRefusal(store: LeaseStore): string | undefined {
+  if (store.queue) return `${store.kind} orders its leaders by its own queue; leadership cannot be directed there`;
+  if (store.capabilities.noDirectedHandover) return `${store.kind}: ${store.capabilities.noDirectedHandover}`;
+  return undefined;
+}
 
 /** Metadata keys of the protocol above. */
 export const HANDOVER_TO = 'handoverTo';
@@ -130,7 +137,8 @@ export interface HandoverOptions {
  * candidate of `lock` (core/candidates.ts), so an unknown name is refused without waiting.
  */
 export async function requestHandover(store: LeaseStore, lock: string, to: string, options: HandoverOptions = {}): Promise<HandoverOutcome> {
-  if (store.queue) throw new LeaseLostError(`handover: ${store.kind} orders its leaders by its own queue; a directed handover is not possible there`);
+  const why = directedHandoverRefusal(store);
+  if (why) throw new InvalidConfigError(`handover: ${why}`);
   const clock = options.clock ?? realClock;
   const deadline = clock.monotonicMs() + (options.timeoutMs ?? 30_000);
   const pollMs = options.pollMs ?? 50;

@@ -177,6 +177,12 @@ export interface StoreCapabilities {
   readonly serverExpiry: boolean;
   /** Lease durations are rounded up to this many ms by the server (e.g. 1000 for etcd). */
   readonly leaseGranularityMs?: number;
+  /**
+   * Why a directed handover (core/handover.ts) cannot be done here, when it cannot: a server-side
+   * lock bound to the writer's handle (Azure's blob lease) that the successor cannot take over
+   * by a compare-and-set of the record. Absent: the store can.
+   */
+  readonly noDirectedHandover?: string;
 }
 
 /**

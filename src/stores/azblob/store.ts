@@ -79,7 +79,7 @@ export class AzblobStore extends CasStore {
   private isClosed = false;
 
   private constructor(blobs: BlobCas) {
-    super(blobs);
+    super(blobs, { noDirectedHandover: 'the blob lease is held by the leader\'s own handle, and a successor cannot take it over by writing the record' });
     this.blobs = blobs;
   }
 

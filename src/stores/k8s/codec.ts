@@ -26,6 +26,7 @@
  * `baton.dev/holder` then differs from `spec.holderIdentity`, and only the term (the last one
  * baton handed out) is read from them.
  */
+import { HANDOVER_ACK, HANDOVER_TO } from '../../core/handover.js';
 import type { HolderMetadata, LeaseRecord, LeaseWrite } from '../../core/store.js';
 
 /** ANNOTATION names the annotations baton keeps on its Leases. */
@@ -144,6 +145,13 @@ export function toRecord(lease: Lease, lock = lockOf(lease)): LeaseRecord {
       // someone else's edit: no metadata rather than a failure
     }
   }
+  // Kubernetes' own way to ask for a handover: spec.preferredHolder naming someone else. On a
+  // Lease baton holds it reads as baton's ask (core/handover.ts): a baton candidate of that name
+  // accepts, and the leader drains and hands over at once instead of at its renew deadline.
+  const preferred = (spec as { preferredHolder?: unknown }).preferredHolder;
+  if (owned && spec.holderIdentity && typeof preferred === 'string' && preferred !== '' && preferred !== spec.holderIdentity && metadata[HANDOVER_TO] === undefined) {
+    metadata = { ...metadata, [HANDOVER_TO]: preferred };
+  }
   return Object.freeze({
     lock,
     holder: spec.holderIdentity ? spec.holderIdentity : null,
@@ -170,7 +178,11 @@ export function toLease(name: string, lock: string, next: LeaseWrite, term: numb
   if (floorVersion !== undefined) annotations[ANNOTATION.floorVersion] = floorVersion;
   annotations[ANNOTATION.holder] = next.holder ?? '';
   annotations[ANNOTATION.leaseMs] = String(Math.round(next.leaseDurationMs));
-  annotations[ANNOTATION.metadata] = JSON.stringify(next.metadata ?? {});
+  // An ask read from spec.preferredHolder (see toRecord) stays there: not copied into the annotation.
+  const preferred = (base?.spec as { preferredHolder?: unknown } | undefined)?.preferredHolder;
+  const { [HANDOVER_TO]: askedTo, ...rest } = next.metadata ?? {};
+  const derived = askedTo !== undefined && askedTo === preferred && rest[HANDOVER_ACK] === undefined;
+  annotations[ANNOTATION.metadata] = JSON.stringify(derived ? rest : (next.metadata ?? {}));
   if (next.stepDownRequested) annotations[ANNOTATION.stepDown] = 'true';
   else delete annotations[ANNOTATION.stepDown];
   const metadata: ObjectMeta = { ...(base?.metadata ?? {}), name, annotations };

@@ -53,7 +53,7 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
   electionTests(options, caps);
-  if (caps.ledger && !caps.queue) handoverTests(options);
+  if (caps.ledger && !caps.queue && !caps.noDirectedHandover) handoverTests(options);
   lifecycleTests(options, caps);
   faultTests(options, caps);
 }

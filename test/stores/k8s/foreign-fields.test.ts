@@ -74,3 +74,33 @@ function mergePatch(path: string, body: unknown) {
     }, reject);
   });
 }
+
+test('k8s: spec.preferredHolder naming a live baton candidate moves leadership to it at once, drain-first, with a higher term', async () => {
+  const lock = 'preferred-holder';
+  const path = `/apis/coordination.k8s.io/v1/namespaces/default/leases/${leaseNameOf(lock)}`;
+  const other = new K8sStore({ url: `${server.url('default')}&request_timeout=2s` });
+  const a = new LeaderElector({ store, lock, identity: 'baton-a', ...TIMING, candidate: {} });
+  const b = new LeaderElector({ store: other, lock, identity: 'baton-b', ...TIMING, candidate: {} });
+  const events: string[] = [];
+  a.on('stopped', (ev) => events.push(`a stopped ${ev.term} ${ev.reason}`));
+  b.on('elected', (ev) => events.push(`b elected ${ev.term}`));
+  a.start();
+  try {
+    const { term } = await a.elected();
+    b.start();
+    await waitFor(async () => ((await a.candidates()).length === 2 ? true : null), 10_000, 'both candidates registered');
+    const merge = await mergePatch(path, { spec: { strategy: 'OldestEmulationVersion', preferredHolder: 'baton-b' } });
+    assert.equal(merge.status, 200, JSON.stringify(merge.body));
+    const next = await b.elected();
+    assert.ok(next.term > term, `term ${next.term} after ${term}`);
+    // The handover path, not an expiry: a stopped for 'handover' before b was elected.
+    assert.deepEqual(events, [`a stopped ${term} handover`, `b elected ${next.term}`]);
+    const lease = (await server.api('GET', path)).body;
+    assert.equal(lease.spec.holderIdentity, 'baton-b');
+    assert.equal(lease.spec.preferredHolder, 'baton-b', 'the field is left as the operator set it');
+  } finally {
+    await b.stop();
+    await a.stop();
+    await other.close();
+  }
+});
