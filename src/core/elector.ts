@@ -196,8 +196,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.pendingRelease = undefined;
       if (toRelease && this.releaseOnStop) {
         // 6. With a registry, a graceful stop hands over to the best live candidate instead of a race.
-        const successor = this.side ? await withDeadline(this.side.successor(), bound, this.clock).catch(() => undefined) : undefined;
-        const released = successor ? this.giveOnStop(toRelease, successor, bound) : this.release(toRelease);
+        const released = l && toRelease === l.record ? this.handOff(toRelease) : this.release(toRelease);
         unwatch?.();
         unwatch = undefined;
         await withDeadline(released, bound, this.clock).catch((err) => this.reportError(err));
@@ -236,7 +235,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (!l) return;
     this.holdOff(options.holdOffMs);
     this.stepDown(options.reason ?? 'resigned', options.note);
-    await this.release(l.record).catch((err) => this.reportError(err));
+    await this.handOff(l.record).catch((err) => this.reportError(err));
     if (options.reason === 'hung') await this.recordHung(l, options.note, options.holdOffMs);
     this.observed = undefined;
   }
@@ -461,7 +460,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const note = `no progress within ${this.progressTimeoutMs}ms`;
     this.holdOff(backoffMs);
     this.stepDown('hung', note);
-    this.release(l.record)
+    this.handOff(l.record)
       .catch((err) => this.reportError(err))
       .then(() => this.recordHung(l, note, backoffMs));
   }
@@ -584,9 +583,17 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return this.giveTo(l.record, to);
   }
 
-  /** giveOnStop: stop() hands over to `successor` (asked, accepted within `boundMs`, given), or releases. */
-  private async giveOnStop(record: LeaseRecord, successor: string, boundMs: number): Promise<void> {
-    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, Math.min(boundMs / 2, this.timing.leaseDurationMs), this.clock);
+  /**
+   * handOff gives up `record` (a leadership that just ended on purpose: stop(), resign(), a
+   * step-down asked for, no progress). With a registry (rule 6) it goes to the best live
+   * candidate — asked, accepted within half a renew deadline, given once the work has stopped;
+   * otherwise, or if nobody accepts in time, it is released to the standbys' race as before.
+   */
+  private async handOff(record: LeaseRecord): Promise<void> {
+    const boundMs = this.timing.renewDeadlineMs / 2;
+    const successor = this.side ? await withDeadline(this.side.successor(), boundMs, this.clock).catch(() => undefined) : undefined;
+    if (!successor) return this.release(record);
+    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, boundMs, this.clock).catch((err) => void this.reportError(err));
     if (asked) return this.giveTo(asked.record, { identity: successor, instance: asked.instance });
     const current = await this.store.read(this.lock);
     if (current && current.holder === this.identity && current.term === record.term) await this.release(current);
@@ -609,7 +616,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {
     this.holdOff();
     this.stepDown(reason, noteOf(l.record) ?? this.stepDownAsked?.note);
-    return this.release(l.record);
+    return this.handOff(l.record);
   }
 
   /**

@@ -189,9 +189,19 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
  */
 export async function askAndAwaitAcceptance(store: LeaseStore, lock: string, record: LeaseRecord, to: string, boundMs: number, clock: Clock, pollMs = 25): Promise<{ record: LeaseRecord; instance: string } | undefined> {
   const by = clock.monotonicMs() + boundMs;
-  const asked = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
-  if (!asked.ok) return undefined;
-  let current: LeaseRecord | null = asked.record;
+  let current: LeaseRecord | null = record;
+  // The record may have moved on since the leader last wrote it (a step-down flag set by
+  // someone else): ask on the current one, as long as it is still the same holder and term.
+  for (let attempt = 0; ; attempt++) {
+    const asked = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
+    if (asked.ok) {
+      current = asked.record;
+      break;
+    }
+    const now: LeaseRecord | null = asked.current !== undefined ? asked.current : await store.read(lock);
+    if (attempt >= 2 || !now || now.holder !== record.holder || now.term !== record.term) return undefined;
+    current = now;
+  }
   while (clock.monotonicMs() < by) {
     await sleep(clock, pollMs);
     current = await store.read(lock);

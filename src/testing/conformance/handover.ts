@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import { candidateKey } from '../../core/candidates.js';
 import { handedTo } from '../../core/handover.js';
+import { requestStepDown } from '../../core/step-down.js';
 import type { LeaseStore } from '../../core/store.js';
 import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
 
@@ -106,6 +107,52 @@ export function handoverTests(o: ConformanceOptions): void {
       assert.equal(record?.metadata.handoverTo, undefined, 'the question was taken back');
       // And a real handover still works after that.
       assert.equal((await a.handover('ben')).outcome, 'handed');
+    });
+
+    it('a registered leader asked to step down, or stopped, hands over to the best live candidate, not to a race', async () => {
+      const lock = uniqueLock('handover-best');
+      // Every write whose holder is someone else than its writer and that assigns a term is a give.
+      const gives: string[] = [];
+      const recording = (store: LeaseStore, writer: string): LeaseStore =>
+        new Proxy(store, {
+          get(target, key) {
+            if (key === 'write') {
+              return (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) => {
+                if (next.newTerm && next.holder !== writer) gives.push(`${writer}→${next.holder}`);
+                return target.write(l, expected, next);
+              };
+            }
+            const v = Reflect.get(target, key, target);
+            return typeof v === 'function' ? v.bind(target) : v;
+          },
+        });
+      const make = async (identity: string, priority: number) => {
+        const e = new LeaderElector({ store: recording(await handles.get(), identity), lock, identity, ...t, candidate: { priority } });
+        e.on('storeError', () => {});
+        electors.push(e);
+        return e;
+      };
+      const ann = await make('ann', 1);
+      ann.start();
+      const first = await ann.elected();
+      const [ben, cat] = [await make('ben', 9), await make('cat', 5)];
+      const stops: string[] = [];
+      for (const e of [ann, ben, cat]) e.on('stopped', (ev) => stops.push(`${e.identity} ${ev.reason}`));
+      ben.start();
+      cat.start();
+      await waitFor(async () => (await ann.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
+      // Asked to step down (as `baton release` asks): ben, the highest priority, leads next.
+      const out = await requestStepDown(await handles.get(), lock, { timeoutMs: t.leaseDurationMs * 6 });
+      assert.equal(out.outcome, 'released');
+      await waitFor(() => ben.isLeader(), t.leaseDurationMs * 3, 'ben to lead after the step-down');
+      assert.ok(ben.term! > first.term);
+      assert.deepEqual(stops, ['ann step-down-requested']);
+      assert.deepEqual(gives, ['ann→ben'], 'ann gave the lease to ben: no release, no race');
+      // Stopped: cat is the best of those left (ann ranks lowest).
+      await ben.stop();
+      await waitFor(() => cat.isLeader(), t.leaseDurationMs * 3, 'cat to lead after ben stopped');
+      assert.equal(ann.isLeader(), false);
+      assert.deepEqual(gives, ['ann→ben', 'ben→cat']);
     });
 
     it('a successor that dies between the give and the take is replaced by ordinary expiry', async () => {
