@@ -120,6 +120,12 @@ export type HandoverOutcome =
 export interface HandoverOptions {
   /** Only if this candidate holds the lock. */
   readonly from?: string;
+  /**
+   * Refuse at once a successor that never registered as a candidate (stores with a ledger).
+   * Default true; false for electors that do not register (a shard group's, whose members the
+   * assignment names).
+   */
+  readonly checkRegistry?: boolean;
   /** How long the successor has to accept before the question is taken back. Default: the holder's lease duration. */
   readonly ackTimeoutMs?: number;
   /** Overall bound: rejects with LeaseLostError after it (the handover may still complete). Default 30 s. */
@@ -145,7 +151,7 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
   let record = await store.read(lock);
   if (!record || record.holder === null || (options.from !== undefined && record.holder !== options.from)) return { outcome: 'not-held', record };
   if (record.holder === to && handedTo(record) === undefined) return { outcome: 'already', record };
-  if (store.ledger) {
+  if (store.ledger && options.checkRegistry !== false) {
     const entry = await readCandidate(store.ledger, lock, to);
     if (!entry || entry.left) return { outcome: 'not-candidate', record, why: entry ? `${to} left the election (${entry.left})` : `${to} is not a registered candidate of "${lock}"` };
   }

@@ -22,6 +22,7 @@
  *   acquisition of a PostgreSQL group came back past its 3 s deadline, was released again and
  *   retried, and 1,000 shards stayed unowned for minutes.
  */
+import { HANDOVER_INSTANCE } from '../core/handover.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite, WatchListener, WriteResult } from '../core/store.js';
 
 /** GatedStore: see the file comment. */
@@ -99,7 +100,9 @@ export class GatedStore implements LeaseStore {
   }
 
   async write(lock: string, expected: string | null, next: LeaseWrite): Promise<WriteResult> {
-    if (!next.newTerm) return this.inner.write(lock, expected, next);
+    // Held back are this member's own acquisitions only: a renewal, or a directed handover's give
+    // of a shard to the member it is assigned to (core/handover.ts), goes straight through.
+    if (!next.newTerm || next.metadata[HANDOVER_INSTANCE] !== undefined) return this.inner.write(lock, expected, next);
     if (!this.mayAcquire(lock)) return { ok: false };
     if (this.acquiring >= this.acquireSlots) {
       // Not queued (see the file comment): a lost race now, and a wake-up when a slot frees.

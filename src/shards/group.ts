@@ -27,6 +27,7 @@ import { TIMING_KEYS, checkOptionKeys, resolveTiming, validateIdentity, validate
 import type { HolderMetadata, LeaseStore } from '../core/store.js';
 import { heirShards, type ShardAssignment } from './assignment.js';
 import { GatedStore } from './gate.js';
+import { directedHandoverRefusal } from '../core/handover.js';
 import { Membership, type MemberView } from './membership.js';
 
 /** ShardGroupOptions configures one member of a shard group. */
@@ -281,10 +282,19 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     elector.start();
   }
 
-  /** handOff resigns a held shard so its assigned owner, woken by the release, takes it at once. */
+  /**
+   * handOff gives a held shard to the member the assignment names: the work drained first, then
+   * a directed handover (core/handover.ts) to that member's elector for the shard, which is
+   * campaigning for it — so it alone takes it, with no race and no expiry. If that member does
+   * not accept within two retry periods, the lease is released as before (its owner, woken by
+   * the release, takes it).
+   */
   private handOff(shard: number, elector: LeaderElector): void {
     this.leaving.add(shard);
+    const owner = this.assignment.members[this.assignment.owners[shard] ?? -1];
+    const canDirect = owner !== undefined && owner !== this.identity && directedHandoverRefusal(this.store) === undefined;
     void this.drained(shard, elector)
+      .then(() => (canDirect && elector.isLeader() ? elector.handover(owner, { checkRegistry: false, ackTimeoutMs: 2 * this.timing.retryPeriodMs, timeoutMs: this.timing.leaseDurationMs * 2 }).catch(() => undefined) : undefined))
       .then(() => elector.stop())
       .catch((err) => this.report(err))
       .finally(() => {

@@ -19,8 +19,25 @@ after(async () => {
 type Span = { member: string; shard: number; term: number; from: number; to?: number };
 const spans: Span[] = [];
 
+/** Directed handovers seen: a write by one member that names another holder with a new term. */
+const gives: { from: string; to: string; lock: string }[] = [];
+function recording(store: MemoryStore, writer: string): MemoryStore {
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'write') {
+        return (lock: string, expected: string | null, next: Parameters<MemoryStore['write']>[2]) => {
+          if (next.newTerm && next.holder !== null && next.holder !== writer) gives.push({ from: writer, to: next.holder, lock });
+          return target.write(lock, expected, next);
+        };
+      }
+      const v = Reflect.get(target, key, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
 function member(identity: string, shards = 16): ShardGroup {
-  const g = new ShardGroup({ store: new MemoryStore(data), group: 'orders', shards, identity, ...TIMING });
+  const g = new ShardGroup({ store: recording(new MemoryStore(data), identity), group: 'orders', shards, identity, ...TIMING });
   g.on('acquired', ({ shard, term }) => spans.push({ member: identity, shard, term, from: performance.now() }));
   g.on('released', ({ shard, term }) => {
     const open = spans.find((s) => s.member === identity && s.shard === shard && s.term === term && s.to === undefined);
@@ -65,6 +82,7 @@ describe('ShardGroup over one store', () => {
     assert.ok(performance.now() - stoppedAt < TIMING.leaseDurationMs + 4 * TIMING.retryPeriodMs, `took ${performance.now() - stoppedAt} ms`);
     const afterStop = ownerMap(rest);
     for (const [s, owner] of before) if (owner !== 'd') assert.equal(afterStop.get(s), owner, `shard ${s} moved though ${owner} stayed`);
+    const givesBefore = gives.length;
     const d2 = member('d');
     const again = [a!, b!, c!, d2];
     await until('4 each again', () => counts(again).join() === '4,4,4,4');
@@ -72,6 +90,8 @@ describe('ShardGroup over one store', () => {
     let moved = 0;
     for (const [s, owner] of afterStop) if (rejoined.get(s) !== owner) moved++;
     assert.equal(moved, 4, 'only the 4 shards d takes back moved');
+    // Each moved shard was handed to d directly (drain, then a directed handover), not released to a race.
+    assert.deepEqual(gives.slice(givesBefore).map((g) => g.to), ['d', 'd', 'd', 'd']);
     assertNoOverlap();
   });
 
