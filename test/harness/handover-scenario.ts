@@ -6,6 +6,8 @@
  * every time it exits 0, the named candidate leads (per `baton status --json`) with a higher term,
  * and its command starts only after the old leader's command has logged its stop. `--to nobody`
  * exits 1 and changes nothing (same holder, same term); `--to` the leader exits 0 ("already").
+ * Last, SIGTERM to the leader's `baton run`: a registered leader's graceful stop hands over to the
+ * best live candidate (the higher app version), its command stopped first.
  *
  * The lease is long (nothing expires during the scenario): only the handovers move leadership.
  * Bounds are generous waits, never timing assertions.
@@ -109,6 +111,25 @@ export async function runHandoverScenario(options: { storeUrl: string; name: str
     const already = await handover('--to', holders.at(-1)!);
     assert.equal(already.code, 0, already.stderr);
     assert.match(already.stderr, /already led by/);
+
+    // A registered leader stopped gracefully (SIGTERM) hands over to the best live candidate —
+    // here the higher app version of the two others — rather than releasing to a race.
+    const leader = holders.at(-1)!;
+    const versionOf = (id: string) => registered.candidates!.find((c) => c.identity === id)!.appVersion!;
+    const [successor] = [...batons.keys()].filter((id) => id !== leader).sort((x, y) => versionOf(y).localeCompare(versionOf(x)));
+    batons.get(leader)!.signal('SIGTERM');
+    await batons.get(leader)!.waitForExit(30_000);
+    const next = await waitFor(`${successor} to lead after ${leader}'s SIGTERM`, async () => {
+      const st = await status();
+      return st.holder !== leader && st.holder !== null && st;
+    }, 30_000, 200);
+    assert.equal(next.holder, successor, `the graceful stop handed over to ${successor}${context()}`);
+    assert.ok(next.term > terms.at(-1)!);
+    const nextStart = await waitFor(`${successor}'s command to start`, () => starts().find((l) => l.identity === successor && l.term === next.term), 30_000);
+    const lastStop = readChildLog(log).find((l) => l.kind === 'stop' && l.identity === leader && l.term === terms.at(-1));
+    assert.ok(lastStop && nextStart.monoNs > lastStop.monoNs, `${successor}'s command started before ${leader}'s had stopped${context()}`);
+    holders.push(successor!);
+    terms.push(next.term);
 
     // Never two commands at once: every start after the first follows a stop.
     assertOneAtATime(readChildLog(log), context);
