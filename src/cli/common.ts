@@ -139,8 +139,11 @@ export function storeLabel(opts: CommonOptions): string {
   return redactUrl(opts.store ?? defaultStoreUrl());
 }
 
-/** makeElector builds an elector from the common options (followed by the OTLP exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
-export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: Pick<LeaderElectorOptions, 'progressTimeoutMs' | 'beforeRelease'> = {}): LeaderElector {
+/**
+ * makeElector builds an elector from the common options (followed by the OTLP exporter when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set); `extra.candidate` registers it (cli/candidate-flags.ts).
+ */
+export function makeElector(store: LeaseStore, opts: CommonOptions, lock: string, timing = resolveTimingOptions(opts), extra: Pick<LeaderElectorOptions, 'progressTimeoutMs' | 'beforeRelease' | 'candidate'> = {}): LeaderElector {
   const elector = new LeaderElector({ store, lock, identity: resolveIdentity(opts), ...timing, ...extra });
   exportTelemetry(elector, storeLabel(opts));
   return elector;

@@ -14,7 +14,7 @@ import { StaleTermError } from '../jobs/fencing.js';
 /** ExitCode names the codes baton exits with (sysexits.h where one fits). */
 export const ExitCode = {
   ok: 0,
-  /** A check answered no (is-leader, release, once --status). */
+  /** A check answered no (is-leader, release, handover, once --status). */
   no: 1,
   usage: 64,
   /** The store (or AWS) could not be reached. */
@@ -48,7 +48,7 @@ export const ExitCode = {
  */
 export const EXIT_CODES: ReadonlyArray<readonly [code: string, meaning: string]> = [
   ['0', 'success (or the command\'s own 0)'],
-  ['1', 'a check answered no: is-leader, release (not held by ID), once --status (not done)'],
+  ['1', 'a check answered no: is-leader, release (not held by ID), handover (ID not a live candidate, or not held), once --status (not done)'],
   ['64', 'usage: the command line cannot be understood (unknown command or flag, missing value)'],
   ['69', 'the store (or AWS) cannot be reached'],
   ['70', 'a bug in baton: please report it'],

@@ -9,6 +9,8 @@
  *                    that expires leases itself adds its own sweep delay.
  *   graceful handover  release + notification + acquire: about `handoverRoundTrips` × RTT on a
  *                    notifying store; a polling standby notices within a jittered retry period.
+ *   candidate registry  when on: one ledger write per candidate per lease duration (its refresh
+ *                    period), and with --prefer one ledger list by the leader as often.
  *   safety margin    lease − renewDeadline: how long a leader may be paused (GC, SIGSTOP, a
  *                    stalled VM) or its clock run slow relative to the others', and still stop
  *                    before anyone else can start.
@@ -39,6 +41,12 @@ export interface Explanation {
   driftTolerance: number;
   renewalsBeforeStepDown: number;
   requestsPerSecond: { leader: number; standby: number };
+  /**
+   * The candidate registry's cost when it is on (run/serve/cron --register, --app-version, …):
+   * each candidate rewrites its entry once per lease duration; with --prefer the leader also
+   * lists the registry as often. Off by default: 0.
+   */
+  registryPerSecond: { perCandidate: number; preferLeaderLists: number };
   warnings: string[];
 }
 
@@ -82,6 +90,7 @@ export function explain(t: Timing, facts: StoreFacts): Explanation {
       // A polling standby reads once per jittered retry period (mean 1 + jitter/2 periods).
       standby: facts.notifies ? 0 : 1000 / (t.retryPeriodMs * (1 + t.jitterFactor / 2)),
     },
+    registryPerSecond: { perCandidate: 1000 / t.leaseDurationMs, preferLeaderLists: 1000 / t.leaseDurationMs },
     warnings,
   };
 }

@@ -17,6 +17,7 @@ const COMMAND_GROUPS: Record<string, string> = {
   'is-leader': 'Leadership:',
   status: 'Leadership:',
   release: 'Leadership:',
+  handover: 'Leadership:',
   shards: 'Leadership:',
   cron: 'Jobs:',
   once: 'Jobs:',

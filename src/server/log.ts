@@ -49,7 +49,7 @@ export function logElectorEvents(elector: LeaderElector, log: Logger): () => voi
     log('info', 'elected', `elected leader of "${lock}" as ${elector.identity} (term ${e.term})`, { lock, identity: elector.identity, term: e.term });
   };
   const onStopped = (e: { term: number; reason: string; note?: string }) => {
-    const level = e.reason === 'stopped' || e.reason === 'resigned' || e.reason === 'step-down-requested' ? 'info' : 'warn';
+    const level = e.reason === 'stopped' || e.reason === 'resigned' || e.reason === 'step-down-requested' || e.reason === 'handover' ? 'info' : 'warn';
     const note = e.note !== undefined ? ` (${e.note})` : '';
     log(level, 'stopped', `stopped leading "${lock}" (term ${e.term}): ${e.reason}${note}`, { lock, identity: elector.identity, term: e.term, reason: e.reason, ...(e.note !== undefined ? { note: e.note } : {}) });
   };

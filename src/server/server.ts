@@ -25,6 +25,7 @@ import { EventStream } from './sse.js';
 import { Timeline } from './timeline.js';
 import { shardGroupView } from './shards-view.js';
 import { readShardGroup } from '../shards/status.js';
+import { candidatesRoute, handoverRoute } from './handover-routes.js';
 
 /** LeaderServerOptions configures createLeaderServer; every field is optional. */
 export interface LeaderServerOptions {
@@ -34,7 +35,7 @@ export interface LeaderServerOptions {
   storeLabel?: string;
   /** Registry for /metrics; the elector is instrumented into it. Default: a new Registry. */
   registry?: Registry;
-  /** Enables `POST /step-down` and `POST /heartbeat` for callers presenting `Authorization: Bearer <token>`. */
+  /** Enables `POST /step-down`, `POST /handover` and `POST /heartbeat` for callers presenting `Authorization: Bearer <token>`. */
   stepDownToken?: string;
   /** /healthz tolerates this long past the renew deadline. Default: the retry period. */
   healthGraceMs?: number;
@@ -66,6 +67,8 @@ export interface LeaderServer {
  * `GET /leader` (JSON, from memory), `GET /healthz`, `GET /readyz`, `GET /metrics`
  * (Prometheus text), `POST /step-down` (403 unless a token is configured; 401 on a wrong one),
  * `POST /heartbeat` (the app's progress report for an elector with progressTimeoutMs; same token),
+ * `POST /handover?to=ID` (directed handover, same token: server/handover-routes.ts),
+ * `GET /candidates` (the lock's candidate registry and who would be preferred),
  * `GET /` (dashboard), `GET /events` (server-sent events) and `GET /api/state` (snapshot).
  * It does not start or stop the elector.
  */
@@ -97,6 +100,7 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
   const withShards = async <T extends object>(state: T) => (options.shardGroups?.length ? { ...state, shards: await shardViews() } : state);
   const snapshot = () => ({ ...update(), lock: elector.lock, identity: elector.identity, store: storeLabel, timeline: timeline.entries() });
 
+  const handover = handoverRoute(elector, json, log);
   const routes: Record<string, Partial<Record<string, (req: IncomingMessage, res: ServerResponse) => unknown>>> = {
     '/': { GET: (_req, res) => page(res, elector.lock) },
     '/leader': { GET: (_req, res) => json(res, 200, tracker.view()) },
@@ -118,6 +122,8 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
     // The stream opens at once; the first listing follows as an `update` (see LockBoard.watching).
     '/events': { GET: (req, res) => stream.open(req, res, [{ event: 'snapshot', data: snapshot() }]) },
     '/step-down': { POST: (req, res) => stepDown(req, res) },
+    '/handover': { POST: (req, res) => authorized(req, res, 'handover') && handover(req, res) },
+    '/candidates': { GET: candidatesRoute(elector, json) },
     '/heartbeat': { POST: (req, res) => heartbeat(req, res) },
     '/shards': { GET: async (_req, res) => json(res, 200, await shardViews()) },
   };
@@ -137,7 +143,7 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
   }
 
   /** authorized answers 403 / 401 and returns false unless the request carries the token. */
-  function authorized(req: IncomingMessage, res: ServerResponse, what: 'step-down' | 'heartbeat'): boolean {
+  function authorized(req: IncomingMessage, res: ServerResponse, what: 'step-down' | 'heartbeat' | 'handover'): boolean {
     req.resume();
     if (token === undefined) {
       json(res, 403, { error: `${what} is disabled: configure a token (--step-down-token-file FILE or BATON_STEP_DOWN_TOKEN)` });

@@ -52,6 +52,8 @@ const CASES: Case[] = [
   usage('run without a command', ['run', '--store', store, '--lock', 'job'], /command/),
   usage('run with nothing after --', ['run', '--store', store, '--lock', 'job', '--'], /command/),
   usage('a flag without its value', ['run', '--store', store, '--lock', 'job', '--lease-duration'], /--lease-duration/),
+  usage('handover without --lock', ['handover', '--store', store, '--to', 'b'], /--lock/),
+  usage('handover without --to', ['handover', '--store', store, '--lock', 'job'], /missing --to ID/),
 
   // 78: a value that cannot be used.
   config('--lease-duration banana', run('--lease-duration', 'banana'), /--lease-duration.*"banana"/),
@@ -83,6 +85,18 @@ const CASES: Case[] = [
   config('release --timeout x', ['release', '--store', store, '--lock', 'job', '--timeout', 'x'], /--timeout: "x"/),
   config('release --identity with a space', ['release', '--store', store, '--lock', 'job', '--identity', 'x y'], /identity: "x y"/),
   config('is-leader --identity \'\'', ['is-leader', '--store', store, '--lock', 'job', '--identity', ''], /identity: ""/),
+  config('handover --to with a space', ['handover', '--store', store, '--lock', 'job', '--to', 'a b'], /--to: "a b"/),
+  config('handover --from \'\'', ['handover', '--store', store, '--lock', 'job', '--to', 'b', '--from', ''], /--from: ""/),
+  config('handover --timeout x', ['handover', '--store', store, '--lock', 'job', '--to', 'b', '--timeout', 'x'], /--timeout: "x"/),
+  // The candidate-registry flags (issue 27), checked before the store is opened.
+  config('--app-version that is not semver, on a new store', ['run', '--store', fresh, '--lock', 'job', '--app-version', 'banana', '--', 'true'], /--app-version: "banana" is not a semantic version/),
+  config('BATON_APP_VERSION that is not semver', ['cron', '--store', fresh, '--lock', 'job', '--schedule', '* * * * *', '--', 'true'], /--app-version: "1\.x" is not a semantic version/, { BATON_APP_VERSION: '1.x' }),
+  config('--priority that is not an integer', ['serve', '--store', fresh, '--lock', 'job', '--priority', '1.5'], /--priority: "1\.5" is not an integer/),
+  config('--label without =', ['run', '--store', fresh, '--lock', 'job', '--label', 'zone', '--', 'true'], /--label: "zone" is not NAME=VALUE/),
+  config('BATON_LABELS with a bad entry', ['run', '--store', fresh, '--lock', 'job', '--', 'true'], /--label: "=x" is not NAME=VALUE/, { BATON_LABELS: 'zone=a,=x' }),
+  config('--prefer that is not a rule', ['run', '--store', fresh, '--lock', 'job', '--prefer', 'best', '--', 'true'], /--prefer: "best" is not a rule; use newest, oldest, priority/),
+  config('BATON_PREFER that is not a rule', ['serve', '--store', fresh, '--lock', 'job'], /--prefer: "fastest" is not a rule/, { BATON_PREFER: 'fastest' }),
+  config('handover never creates a store', ['handover', '--store', fresh, '--lock', 'job', '--to', 'b'], /no store at .*new\/fresh\.db/),
 
   // Everything is checked before the store is opened: a new store is not created for a bad flag.
   config('a 3 ms lease, on a new store', ['run', '--store', fresh, '--lock', 'job', '--lease-duration', '3ms', '--', 'true'], /--lease-duration: "3ms" is below the minimum of 100ms \(.+\)/),
@@ -138,6 +152,13 @@ for (const url of [`postgres://postgres@127.0.0.1:${closedPort}/postgres`, `redi
   }
   CASES.push({ name: `is-leader against ${scheme} on a closed port`, args: ['is-leader', '--store', url, '--lock', 'job'], code: 69, names: new RegExp(`${scheme}|127\\.0\\.0\\.1`), skip });
 }
+
+// A queue store (etcd) picks its leaders by its queue: no directed handover, no preference rule
+// (78, said before any request: the etcd client connects lazily).
+CASES.push(
+  config('handover on a queue store', ['handover', '--store', `etcd://127.0.0.1:${closedPort}`, '--lock', 'job', '--to', 'b'], /handover: the etcd store picks its leaders by its own queue/),
+  config('--prefer on a queue store', ['run', '--store', `etcd://127.0.0.1:${closedPort}`, '--lock', 'job', '--prefer', 'newest', '--', 'true'], /--prefer: the etcd store orders its leaders by its own queue/),
+);
 
 // Another process holds an exclusive lock on this database for the whole suite.
 let locker: ReturnType<typeof spawn> | undefined;

@@ -26,9 +26,10 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-
 test('the dashboard follows a failover live, in headless Chromium', async () => {
   const env = cleanEnv(dir.path);
   const store = dir.sqlite('dash.db');
-  const a = await startServe(['--store', store, '--lock', 'orders-worker', '--identity', 'node-a', ...SERVE_TIMING], env, started);
+  // a and b are registered candidates (issue 27): the page lists them and who would be preferred.
+  const a = await startServe(['--store', store, '--lock', 'orders-worker', '--identity', 'node-a', '--app-version', '1.0.0', ...SERVE_TIMING], env, started);
   await waitFor('a to lead', async () => (await getJson(`${a.url}/leader`)).body.isSelf);
-  const b = await startServe(['--store', store, '--lock', 'orders-worker', '--identity', 'node-b', ...SERVE_TIMING], env, started);
+  const b = await startServe(['--store', store, '--lock', 'orders-worker', '--identity', 'node-b', '--app-version', '1.1.0', ...SERVE_TIMING], env, started);
   // Another lock in the same store, so the table lists more than the served one.
   const other = await startServe(['--store', store, '--lock', 'nightly-report', '--identity', 'node-c', ...SERVE_TIMING], env, started);
   await waitFor('b to see a', async () => (await getJson(`${b.url}/leader`)).body.holder === 'node-a');
@@ -50,6 +51,9 @@ test('the dashboard follows a failover live, in headless Chromium', async () => 
   const expiresBefore = await page.locator('#expires').textContent();
   assert.match(expiresBefore ?? '', /^\d+(\.\d)?s$|^\d+ms$/, `a ticking expiry, got ${expiresBefore}`);
   const termBefore = Number(await leader.getAttribute('data-term'));
+  await page.locator('#candidates tr[data-candidate="node-b"]').waitFor({ timeout: 10_000 });
+  assert.match((await page.locator('#candidates tr[data-candidate="node-a"]').textContent()) ?? '', /★ node-a.*1\.0\.0/);
+  assert.match((await page.locator('#preferred').textContent()) ?? '', /newest node-b/);
 
   // Kill the leader; the page must change on its own.
   const navigations: string[] = [];

@@ -35,8 +35,9 @@ import { HangStreak } from '../../core/hang-backoff.js';
 import { formatDuration } from '../../core/duration.js';
 import type { RunOutcome } from '../../jobs/runner.js';
 import { statusSections, type StatusSection } from './status.js';
+import { checkCandidateStore, resolveCandidate, withCandidateOptions, type CandidateFlags } from '../candidate-flags.js';
 
-interface CronCliOptions extends CommonOptions, WorkHealthFlags {
+interface CronCliOptions extends CommonOptions, WorkHealthFlags, CandidateFlags {
   schedule?: string;
   tz?: string;
   missed?: string;
@@ -67,6 +68,7 @@ export function register(program: Command): void {
   withTimingOptions(cmd);
   withOutputOptions(cmd);
   withWorkHealthOptions(cmd);
+  withCandidateOptions(cmd);
   cmd
     .addOption(new Option('--schedule <cron>', 'cron expression: 5 fields, or 6 with seconds first (e.g. "*/5 * * * *")').env('BATON_SCHEDULE'))
     .addOption(new Option('--tz <zone>', 'IANA time zone the schedule is read in (default UTC)').env('BATON_TZ'))
@@ -88,13 +90,16 @@ export function register(program: Command): void {
       const missed = validateMissedPolicy(opts.missed ?? 'latest', '--missed');
       const timing = resolveTimingOptions(opts);
       const healthSettings = resolveWorkHealth(opts);
+      const candidate = resolveCandidate(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
       let health: WorkHealth | undefined;
       try {
         requireLedger(store, 'cron');
+        const note = checkCandidateStore(store, candidate);
+        if (note) warn(note, 'no-registry');
         const exits = new TermExits();
-        const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease });
+        const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease, candidate });
         health = await WorkHealth.open(healthSettings, (path) =>
           warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
         );

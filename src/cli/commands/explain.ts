@@ -110,6 +110,7 @@ function render(e: Explanation & { store: string; note: string | null }, probe: 
     `safety margin      ${formatDuration(e.safetyMarginMs)}: a leader paused (GC, SIGSTOP, a stalled VM) or slowed for less than this still stops before anyone else starts; it absorbs clocks running up to ${Math.round(e.driftTolerance * 100)} % apart over one lease`,
     `renewals           ${e.renewalsBeforeStepDown} attempt(s) fit in the renew deadline before the leader steps down`,
     `store requests     the leader ${round(e.requestsPerSecond.leader)}/s; each standby ${round(e.requestsPerSecond.standby)}/s${f.notifies ? ' (it waits for notifications)' : ' (it polls)'}`,
+    `candidate registry off unless run/serve/cron get --register, --app-version, --priority, --label or --prefer; then each candidate ${round(e.registryPerSecond.perCandidate)} ledger writes/s, and with --prefer the leader ${round(e.registryPerSecond.preferLeaderLists)} ledger lists/s (baton handover names registered candidates)`,
     '',
     e.warnings.length ? e.warnings.map((w) => `warning: ${w}`).join('\n') : 'warnings: none',
   ];

@@ -30,8 +30,9 @@ import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type 
 import { HangStreak } from '../../core/hang-backoff.js';
 import { formatDuration } from '../../core/duration.js';
 import { answerSystemdWatchdog } from '../sd-watchdog.js';
+import { checkCandidateStore, resolveCandidate, withCandidateOptions, type CandidateFlags } from '../candidate-flags.js';
 
-interface RunOptions extends CommonOptions, WorkHealthFlags {
+interface RunOptions extends CommonOptions, WorkHealthFlags, CandidateFlags {
   keepRunning?: boolean;
   timeout?: string;
 }
@@ -59,6 +60,7 @@ export function register(program: Command): void {
   withTimingOptions(cmd);
   withOutputOptions(cmd);
   withWorkHealthOptions(cmd);
+  withCandidateOptions(cmd);
   cmd
     .option('--keep-running', 'after the command exits or leadership is lost, campaign again and rerun it')
     .addOption(new Option('--timeout <d>', 'give up campaigning after this long (exit 75); with --keep-running, for each campaign, not counting the pause after a release'))
@@ -70,6 +72,7 @@ export function register(program: Command): void {
         ['try for at most a minute', 'baton run --lock report --timeout 1m -- ./report.sh'],
         ['hand over when a systemd-style worker stops sending WATCHDOG=1 for 30s', 'baton run --lock worker --keep-running --progress-timeout 30s -- ./worker'],
         ['a script that touches $BATON_HEARTBEAT_FILE after each batch', 'baton run --lock sync --progress-timeout 5m -- ./sync.sh'],
+        ['a rolling deploy moves leadership once: to the first instance of the new version', 'baton run --lock consumer --keep-running --app-version 2.4.1 --prefer newest -- ./consumer'],
         ['step down when the downstream is unreachable three times in a row', 'baton run --lock consumer --health-cmd "curl -fsS localhost:8080/healthz" --health-interval 10s --health-failures 3 -- ./consumer'],
       ]),
     )
@@ -79,12 +82,15 @@ export function register(program: Command): void {
       const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout, '--timeout') : undefined;
       const timing = resolveTimingOptions(opts);
       const healthSettings = resolveWorkHealth(opts);
+      const candidate = resolveCandidate(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
+      const note = checkCandidateStore(store, candidate);
+      if (note) warn(note, 'no-registry');
       // A term's lease is released only once its command has exited (whatever ended the term:
       // a step-down asked for, a drain, SIGTERM, a hung command): runLoop records each term's exit.
       const exits = new TermExits();
-      const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease });
+      const elector = makeElector(store, opts, lock, timing, { beforeRelease: exits.beforeRelease, candidate });
       const health = await WorkHealth.open(healthSettings, (path) =>
         warn(`no NOTIFY_SOCKET: python3 could not be run or could not bind ${path}; the command gets BATON_HEARTBEAT_FILE only (docs/watchdog.md)`, 'no-notify-socket'),
       );
@@ -127,8 +133,11 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       // A step-down asked for because this host is going away (`baton aws drain`): listened to
       // before the window is made, so it is known when onLost runs.
       let leaving = false;
+      // A directed handover (`baton handover`, a preference rule): the lost line names the successor.
+      let handedTo: string | undefined;
       const onStopped = (e: StoppedEvent) => {
         if (e.term === won.term && e.note === STEP_DOWN_INSTANCE_LEAVING) leaving = true;
+        if (e.term === won.term && e.reason === 'handover') handedTo = e.note?.replace(/^to /, '');
       };
       elector.on('stopped', onStopped);
       const window = electorWindow(elector, won.term);
@@ -138,7 +147,8 @@ async function runLoop(elector: LeaderElector, argv: string[], o: { keepRunning:
       const term = (current = runTerm(window, {
         ...command,
         onLost: (reason) => {
-          warn(`leadership of "${elector.lock}" lost (${reason}${leaving ? ': this instance is leaving' : ''}); stopping ${argv[0]}`, 'lost', { lock: elector.lock, reason, ...(leaving ? { leaving: true } : {}) });
+          const why = leaving ? ': this instance is leaving' : handedTo !== undefined ? ` to ${handedTo}` : '';
+          warn(`leadership of "${elector.lock}" lost (${reason}${why}); stopping ${argv[0]}`, 'lost', { lock: elector.lock, reason, ...(leaving ? { leaving: true } : {}), ...(handedTo !== undefined ? { to: handedTo } : {}) });
           // Not running again: stop campaigning now, or the elector may win the lease back (a new
           // term, for nothing) while the command is still shutting down.
           if (interrupted || !o.keepRunning || leaving) stopping = elector.stop();

@@ -26,8 +26,9 @@ import { onTerminationSignals } from '../signals.js';
 import { TermExits, runTerm } from '../term-runner.js';
 import { resolveWorkHealth } from '../work-health.js';
 import { answerSystemdWatchdog } from '../sd-watchdog.js';
+import { checkCandidateStore, resolveCandidate, withCandidateOptions, type CandidateFlags } from '../candidate-flags.js';
 
-interface ServeOptions extends CommonOptions {
+interface ServeOptions extends CommonOptions, CandidateFlags {
   progressTimeout?: string;
   listen: string;
   stepDownTokenFile?: string;
@@ -42,7 +43,8 @@ export function register(program: Command): void {
     .description(
       'Campaign for the lock like `baton run` and serve HTTP for co-located apps and operators: ' +
         'GET /leader (JSON, from memory), /healthz, /readyz, /metrics (Prometheus), / (dashboard), ' +
-        'and POST /step-down (only with a token). With --progress-timeout, the app beside it reports ' +
+        'GET /candidates (the lock\'s candidate registry and who would be preferred), and POST /step-down and ' +
+        'POST /handover?to=ID (only with a token). With --progress-timeout, the app beside it reports ' +
         'progress with POST /heartbeat (same token); none for that long and the leader steps down ' +
         '(reason hung), releases, and backs off (docs/watchdog.md). With `-- COMMAND`, the command runs while this ' +
         'instance leads (stopped before anyone else could lead); without one, baton just holds the ' +
@@ -54,15 +56,18 @@ export function register(program: Command): void {
   withTimingOptions(cmd);
   cmd
     .addOption(new Option('--listen <addr>', 'address to serve on: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one)').default('127.0.0.1:4040').env('BATON_LISTEN'))
-    .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
+    .addOption(new Option('--step-down-token-file <file>', 'enable POST /step-down, /handover and /heartbeat for this bearer token (or env BATON_STEP_DOWN_TOKEN)'))
     .addOption(new Option('--log-format <format>', 'log lines on stderr: human or json').choices(['human', 'json']).default('human').env('BATON_LOG_FORMAT'))
     .addOption(new Option('--progress-timeout <d>', 'step down when the app sends no POST /heartbeat for this long (needs the token)'))
-    .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'))
+    .addOption(new Option('--shard-group <name...>', 'also show these shard groups at GET /shards and on the dashboard'));
+  withCandidateOptions(cmd);
+  cmd
     .addHelpText(
       'after',
       examples([
         ['a sidecar that answers GET /leader for the app beside it', 'baton serve --lock orders-consumer --listen 127.0.0.1:4040'],
         ['lead only while the app keeps posting heartbeats (at least every 30s)', 'BATON_STEP_DOWN_TOKEN=$(cat /etc/baton/token) baton serve --lock orders-consumer --progress-timeout 30s'],
+        ['a registered candidate: listed at GET /candidates, can be named by POST /handover?to=ID', 'baton serve --store redis://cache:6379 --lock orders-consumer --app-version 2.4.1 --label zone=eu-west-1a'],
         ['run the consumer while leading, with JSON logs, on a shared store', 'baton serve --store redis://cache:6379 --lock orders-consumer --log-format json -- node consumer.js'],
       ]),
     )
@@ -78,10 +83,13 @@ export function register(program: Command): void {
       if (progressTimeoutMs !== undefined && token === undefined) {
         throw new InvalidConfigError('--progress-timeout needs a token: POST /heartbeat takes the same one as /step-down (--step-down-token-file FILE or BATON_STEP_DOWN_TOKEN)');
       }
+      const candidate = resolveCandidate(opts);
       resolveIdentity(opts);
       const store = await openCliStore(storeTarget(opts));
+      const note = checkCandidateStore(store, candidate);
+      if (note) log('warn', 'no-registry', note, {});
       const exits = new TermExits();
-      const elector = makeElector(store, opts, lock, timing, { progressTimeoutMs, beforeRelease: exits.beforeRelease });
+      const elector = makeElector(store, opts, lock, timing, { progressTimeoutMs, beforeRelease: exits.beforeRelease, candidate });
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
       const label = storeLabel(opts);

@@ -9,6 +9,7 @@ import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../..
 import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
 import { readStepDowns, type LastStepDown } from '../../core/hang-backoff.js';
+import { readCandidatesView, renderCandidates, type CandidatesView } from '../../server/candidates-view.js';
 
 const STATUS_FIELDS = [
   'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',
@@ -38,7 +39,10 @@ export const statusSections: StatusSection[] = [];
 export function register(program: Command): void {
   const cmd = program.command('status').summary('show who holds each lock, with which term').description(
     'Show the holder, term, hostname, pid, acquired/renewed times, time to expiry and transitions of ' +
-      'one lock (--lock) or of every lock in the store.',
+      'one lock (--lock) or of every lock in the store, and the candidates registered for it (run, serve ' +
+      'and cron with --register, --app-version, --priority, --label or --prefer): identity, host, app ' +
+      'version, priority, labels, start and last beat (both by the candidate\'s own clock), and who would ' +
+      'be preferred under each --prefer rule and on a graceful stop.',
   );
   withStoreOption(cmd);
   withLockOption(cmd, false);
@@ -84,6 +88,16 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   const deadPids = new Map(records.map((r) => [r.lock, deadLocalHolder(r)]));
   // Why a leader last stepped down for hung work (docs/watchdog.md): kept in the ledger.
   const stepDowns = await readStepDowns(store, lock);
+  // The candidate registry of each lock shown (core/candidates.ts), where the store keeps one.
+  const candidates = new Map<string, CandidatesView>();
+  for (const name of lock ? [lock] : records.map((r) => r.lock)) {
+    const view = await readCandidatesView(store, name, rows.find((r) => r.lock === name)?.holder ?? null, now);
+    if (view && view.candidates.length > 0) candidates.set(name, view);
+  }
+  const withCandidates = (name: string) => {
+    const v = candidates.get(name);
+    return v ? { candidates: v.candidates, preferred: v.preferred } : {};
+  };
   const extras = [];
   for (const section of statusSections) {
     const s = await section(store, lock, json);
@@ -93,10 +107,11 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
     if (lock) {
       const one: Record<string, unknown> = { ...(rows[0] ?? emptyStatus(lock)) };
       if (stepDowns.has(lock)) one.lastStepDown = stepDowns.get(lock);
+      Object.assign(one, withCandidates(lock));
       for (const e of extras) Object.assign(one, e.json);
       return `${JSON.stringify(one)}\n`;
     }
-    const all: Record<string, unknown>[] = rows.map((r) => ({ ...r, ...(stepDowns.has(r.lock) ? { lastStepDown: stepDowns.get(r.lock) } : {}) }));
+    const all: Record<string, unknown>[] = rows.map((r) => ({ ...r, ...(stepDowns.has(r.lock) ? { lastStepDown: stepDowns.get(r.lock) } : {}), ...withCandidates(r.lock) }));
     for (const e of extras) {
       for (const [name, extra] of e.byLock ?? []) {
         let row = all.find((r) => r.lock === name);
@@ -109,6 +124,7 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   const lines = [`store: ${label}`];
   if (rows.length === 0) lines.push(lock ? `${lock}: ${stepDowns.has(lock) ? 'free' : 'never held'}` : 'no locks');
   if (rows.length === 0 && lock && stepDowns.has(lock)) lines.push(`  last step-down: ${describeStepDown(stepDowns.get(lock)!)}`);
+  if (rows.length === 0 && lock && candidates.has(lock)) lines.push(...renderCandidates(candidates.get(lock)!));
   for (const s of rows) {
     lines.push(
       s.holder
@@ -120,6 +136,8 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
     );
     const last = stepDowns.get(s.lock);
     if (last) lines.push(`  last step-down: ${describeStepDown(last)}`);
+    const registry = candidates.get(s.lock);
+    if (registry) lines.push(...renderCandidates(registry));
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;

@@ -237,6 +237,30 @@ export const DASHBOARD_JS = String.raw`
     fetch('shards').then(function (r) { return r.json(); }).then(renderShards).catch(function () {}).then(function () { setTimeout(pollShards, 2000); });
   }
   pollShards();
+
+  // The served lock's candidate registry (GET /candidates): live candidates, the leader first
+  // marked, and who would be preferred; the card stays hidden while nobody is registered.
+  function renderCandidates(view) {
+    var live = (view.candidates || []).filter(function (c) { return c.live; });
+    $('candidates-card').hidden = !live.length;
+    var body = $('candidates');
+    body.textContent = '';
+    live.forEach(function (c) {
+      var tr = el('tr');
+      tr.setAttribute('data-candidate', c.identity);
+      var labels = Object.keys(c.labels).map(function (k) { return k + '=' + c.labels[k]; }).join(', ');
+      [(c.leader ? '★ ' : '') + c.identity, c.host + ' pid ' + c.pid, c.appVersion || '–', c.priority === null ? '–' : String(c.priority), labels || '–',
+        fmtTime(c.startedAt), fmtDur(c.lastSeenAgoMs) + ' ago'].forEach(function (v) { tr.appendChild(el('td', '', v)); });
+      body.appendChild(tr);
+    });
+    var p = view.preferred || {};
+    $('preferred').textContent = live.length ? 'Preferred: newest ' + (p.newest || 'nobody') + ' · oldest ' + (p.oldest || 'nobody') + ' · priority ' +
+      (p.priority || 'nobody') + ' · a graceful stop hands over to ' + (p.onStop || 'nobody') : '';
+  }
+  function pollCandidates() {
+    fetch('candidates').then(function (r) { return r.json(); }).then(renderCandidates).catch(function () {}).then(function () { setTimeout(pollCandidates, 2000); });
+  }
+  pollCandidates();
   setInterval(tick, 250);
   setInterval(renderTimeline, 1000);
 })();

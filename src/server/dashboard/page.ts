@@ -42,6 +42,14 @@ export function dashboardPage(nonce: string, lock: string): string {
       <tbody id="locks"></tbody>
     </table>
   </section>
+  <section class="card" id="candidates-card" hidden>
+    <h2>Candidates</h2>
+    <table>
+      <thead><tr><th>Identity</th><th>Host</th><th>Version</th><th>Priority</th><th>Labels</th><th>Started</th><th>Last seen (its clock)</th></tr></thead>
+      <tbody id="candidates"></tbody>
+    </table>
+    <div class="meta" id="preferred"></div>
+  </section>
   <section class="card" id="shards-card" hidden>
     <h2>Shard groups</h2>
     <div id="shards"></div>
