@@ -182,7 +182,14 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
       if (back.ok) return { outcome: 'not-candidate', record: back.record, why: `${to} did not accept within ${Math.round(options.ackTimeoutMs ?? current.leaseDurationMs)}ms (not running, or not campaigning for "${lock}")` };
       continue; // accepted (or changed) just now: look again
     }
-    if (clock.monotonicMs() >= deadline) throw new LeaseLostError(`handover: "${lock}" did not reach ${to} within the timeout`);
+    if (clock.monotonicMs() >= deadline) {
+      // Out of time: a question nobody accepted is taken back, so a late acceptance cannot move
+      // leadership after the caller was told it failed. An accepted one is left to finish.
+      if (stillFrom(current) && handoverAcceptedBy(current) === undefined) {
+        await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
+      }
+      throw new LeaseLostError(`handover: "${lock}" did not reach ${to} within the timeout`);
+    }
     await sleep(clock, pollMs);
   }
 }
