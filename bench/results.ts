@@ -63,6 +63,8 @@ export interface Machine {
   loadAverageAtStart: number[];
   loadAverageAtEnd?: number[];
   mode: 'full' | 'quick';
+  /** What the run measured: "everything", or the --only / --stores / BENCH_LEASE_COUNTS it was limited to. */
+  scope?: string;
   startedAt: string;
   durationS?: number;
   notes: string[];

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fsyncMs, machineRecord } from './machine.js';
-import { parsePlan, UsageError, type BenchContext, type MeasurementName, type StoreUnderTest } from './plan.js';
+import { MEASUREMENTS, parsePlan, UsageError, type BenchContext, type MeasurementName, type StoreUnderTest } from './plan.js';
 import { Results } from './results.js';
 import { isRegistered, STORE_KINDS } from './stores.js';
 import { writeOutputs } from './outputs.js';
@@ -36,7 +36,7 @@ try {
 }
 
 const started = performance.now();
-const machine = machineRecord(plan.mode);
+const machine = { ...machineRecord(plan.mode), scope: benchScope(plan) };
 const dir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
 const ctx: BenchContext = {
   plan,
@@ -113,3 +113,14 @@ machine.durationS = Math.round((performance.now() - started) / 1000);
 const written = writeOutputs(plan, { machine, results: ctx.results.rows });
 ctx.log(`\nwrote ${written.join(', ')} in ${machine.durationS}s${failures ? ` — ${failures} step(s) failed` : ''}`);
 process.exit(failures ? 1 : 0);
+
+/** benchScope says what this run measured, for the report's first line (a subset is not a full run). */
+function benchScope(p: import("./plan.js").BenchPlan): string {
+  if (p.official) return 'everything';
+  const parts = [
+    ...(p.only.size < MEASUREMENTS.length ? [`--only=${[...p.only].join(',')}`] : []),
+    ...(p.stores ? [`--stores=${[...p.stores].join(',')}`] : []),
+    ...(process.env.BENCH_LEASE_COUNTS ? [`BENCH_LEASE_COUNTS=${process.env.BENCH_LEASE_COUNTS}`] : []),
+  ];
+  return parts.length ? `a subset: ${parts.join(' ')}` : 'everything';
+}
