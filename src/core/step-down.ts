@@ -1,6 +1,7 @@
 import { realClock, sleep, type Clock } from './clock.js';
 import { LeaseLostError } from './errors.js';
 import type { LeaseRecord, LeaseStore } from './store.js';
+import { sameRecordWith } from './handover.js';
 
 /**
  * STEP_DOWN_INSTANCE_LEAVING is the step-down reason for "this host is going away" (Auto Scaling
@@ -47,16 +48,8 @@ export async function requestStepDown(
   const target = { holder: record.holder, term: record.term };
   // 1. Set the flag with a compare-and-set that keeps holder and term.
   while (!record.stepDownRequested || (options.reason !== undefined && record.metadata.stepDownReason !== options.reason)) {
-    const result = await store.write(lock, record.revision, {
-      holder: record.holder,
-      newTerm: false,
-      leaseDurationMs: record.leaseDurationMs,
-      acquiredAt: record.acquiredAt,
-      renewedAt: record.renewedAt,
-      transitions: record.transitions,
-      stepDownRequested: true,
-      metadata: options.reason !== undefined ? { ...record.metadata, stepDownReason: options.reason } : record.metadata,
-    });
+    const metadata = options.reason !== undefined ? { ...record.metadata, stepDownReason: options.reason } : record.metadata;
+    const result = await store.write(lock, record.revision, { ...sameRecordWith(record, metadata), stepDownRequested: true });
     if (result.ok) break;
     const current = result.current !== undefined ? result.current : await store.read(lock);
     if (!current || current.holder !== target.holder || current.term !== target.term) {

@@ -20,12 +20,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { helmBinary } from '../../infra/helm/binary.js';
-import { KubeApiServer } from '../../infra/servers/index.js';
+import { KubeApiServer, freePort } from '../../infra/servers/index.js';
 import { BatonProcess, ROOT, TempDir, cleanEnv, runCli, waitFor } from '../harness/cli.js';
 
 const CHART = join(ROOT, 'charts', 'baton');
@@ -71,17 +70,6 @@ function one(objects: K8sObject[], kind: string): K8sObject {
 
 function containers(objects: K8sObject[]): Container[] {
   return one(objects, 'Deployment').spec.template.spec.containers as Container[];
-}
-
-/** freePort asks the kernel for a free loopback port. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 const dir = new TempDir();

@@ -16,23 +16,13 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../infra/servers/index.js';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, TempDir, waitFor } from '../harness/cli.js';
 import { NODE_LINE, buildImage, imageSkip as skip, ok, runFlags, sh } from './podman.js';
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 const dir = new TempDir();
 const container = `baton-image-test-${process.pid}`;
