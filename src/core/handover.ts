@@ -90,6 +90,7 @@ export function giveWrite(record: LeaseRecord, to: string, instance: string, lea
     transitions: record.transitions + 1,
     stepDownRequested: false,
     metadata: { [HANDOVER_INSTANCE]: instance, [HANDOVER_FROM]: `${record.holder}@${record.term}` },
+    givenByHolder: true,
   };
 }
 
