@@ -99,6 +99,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private readonly hangStreak?: HangStreak;
   /** The registry entry and preference rule of this candidate (core/candidate-side.ts), if any. */
   private readonly side?: CandidateSide;
+  /** While stop() waits for a successor's acceptance: woken by every notification of the lock. */
+  private readonly stopListeners = new Set<() => void>();
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -198,8 +200,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         // 6. With a registry, a graceful stop hands over to the best live candidate instead of a race.
         const successor = this.side ? await withDeadline(this.side.successor(), bound, this.clock).catch(() => undefined) : undefined;
         const released = successor ? this.giveOnStop(toRelease, successor, bound) : this.release(toRelease);
-        unwatch?.();
-        unwatch = undefined;
+        // A handover waits for the successor's acceptance, which the watch reports: keep it until done.
+        if (!successor) {
+          unwatch?.();
+          unwatch = undefined;
+        }
         await withDeadline(released, bound, this.clock).catch((err) => this.reportError(err));
       }
       if (this.store.queue) await withDeadline(this.store.queue.withdraw(this.lock, this.identity), bound, this.clock).catch((err) => this.reportError(err));
@@ -296,7 +301,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return this.leadership;
   }
   private onNotify(record: LeaseRecord | null | undefined): void {
-    if (this.state !== 'running') return;
+    if (this.state !== 'running') {
+      // stop() handing over still hears the lock: the successor's acceptance wakes it (giveOnStop).
+      for (const f of this.stopListeners) f();
+      return;
+    }
     const l = this.leadership;
     if (l && record) {
       if (record.term < l.term) return; // a late message about an older term
@@ -586,7 +595,11 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** giveOnStop: stop() hands over to `successor` (asked, accepted within `boundMs`, given), or releases. */
   private async giveOnStop(record: LeaseRecord, successor: string, boundMs: number): Promise<void> {
-    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, Math.min(boundMs / 2, this.timing.leaseDurationMs), this.clock);
+    const onChange = (f: () => void) => {
+      this.stopListeners.add(f);
+      return () => void this.stopListeners.delete(f);
+    };
+    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, Math.min(boundMs / 2, this.timing.leaseDurationMs), this.clock, 25, onChange);
     if (asked) return this.giveTo(asked.record, { identity: successor, instance: asked.instance });
     const current = await this.store.read(this.lock);
     if (current && current.holder === this.identity && current.term === record.term) await this.release(current);

@@ -178,20 +178,55 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
  * askAndAwaitAcceptance is steps 1–2 for a leader that is leaving anyway (stop() with a
  * registry): ask `to` on `record`, and wait up to `boundMs` for its acceptance. Resolves with
  * the accepted record and the accepting instance, or undefined (question taken back, or the
- * record moved) — the leader then releases as it would have.
+ * record moved) — the leader then releases as it would have. It reads the record every
+ * `pollMs`, and at once whenever `onChange` (the caller's watch of the lock, if any) reports a
+ * change: on a notifying store the acceptance is seen one notification after it is written.
  */
-export async function askAndAwaitAcceptance(store: LeaseStore, lock: string, record: LeaseRecord, to: string, boundMs: number, clock: Clock, pollMs = 25): Promise<{ record: LeaseRecord; instance: string } | undefined> {
+export async function askAndAwaitAcceptance(
+  store: LeaseStore,
+  lock: string,
+  record: LeaseRecord,
+  to: string,
+  boundMs: number,
+  clock: Clock,
+  pollMs = 25,
+  onChange?: (listener: () => void) => () => void,
+): Promise<{ record: LeaseRecord; instance: string } | undefined> {
   const by = clock.monotonicMs() + boundMs;
-  const asked = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
-  if (!asked.ok) return undefined;
-  let current: LeaseRecord | null = asked.record;
-  while (clock.monotonicMs() < by) {
-    await sleep(clock, pollMs);
-    current = await store.read(lock);
-    if (!current || current.holder !== record.holder || current.term !== record.term || handoverAskedOf(current) !== to) return undefined;
-    const instance = handoverAcceptedBy(current);
-    if (instance !== undefined) return { record: current, instance };
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const off = onChange?.(() => {
+    changed = true;
+    wake?.();
+  });
+  try {
+    return await ask();
+  } finally {
+    off?.();
   }
-  if (current) await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
-  return undefined;
+
+  async function ask(): Promise<{ record: LeaseRecord; instance: string } | undefined> {
+    const asked = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
+    if (!asked.ok) return undefined;
+    let current: LeaseRecord | null = asked.record;
+    while (clock.monotonicMs() < by) {
+      if (!changed) {
+        await new Promise<void>((resolve) => {
+          const timer = clock.setTimer(() => resolve(), pollMs);
+          wake = () => {
+            clock.clearTimer(timer);
+            resolve();
+          };
+        });
+      }
+      changed = false;
+      wake = undefined;
+      current = await store.read(lock);
+      if (!current || current.holder !== record.holder || current.term !== record.term || handoverAskedOf(current) !== to) return undefined;
+      const instance = handoverAcceptedBy(current);
+      if (instance !== undefined) return { record: current, instance };
+    }
+    if (current) await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
+    return undefined;
+  }
 }
