@@ -1,6 +1,6 @@
 import { realClock, sleep, type Clock } from './clock.js';
 import { LeaseLostError } from './errors.js';
-import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite } from './store.js';
+import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import { readCandidate } from './candidates.js';
 
 /**
@@ -206,9 +206,19 @@ export async function askAndAwaitAcceptance(
   }
 
   async function ask(): Promise<{ record: LeaseRecord; instance: string } | undefined> {
-    const asked = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
-    if (!asked.ok) return undefined;
-    let current: LeaseRecord | null = asked.record;
+    // 1. Ask. A lost compare-and-set on a record that is still ours (the preference rule asking
+    // at the same moment, a standby's acceptance of that) is asked again on what is there now;
+    // a record already asking `to` is waited on as it is.
+    let current: LeaseRecord | null = record;
+    for (let attempt = 0; handoverAskedOf(current) !== to; attempt++) {
+      const asked: WriteResult = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
+      if (asked.ok) {
+        current = asked.record;
+        break;
+      }
+      current = asked.current !== undefined ? asked.current : await store.read(lock);
+      if (!current || current.holder !== record.holder || current.term !== record.term || attempt >= 2) return undefined;
+    }
     while (clock.monotonicMs() < by) {
       if (!changed) {
         await new Promise<void>((resolve) => {
