@@ -14,7 +14,7 @@ import type { Results } from './results.js';
 import type { BenchStore, StoreKind } from './stores.js';
 
 /** MEASUREMENTS are the measurement names `--only` accepts, in run order. */
-export const MEASUREMENTS = ['rtt', 'handover', 'peers', 'failover', 'idle', 'herd', 'scale', 'shards'] as const;
+export const MEASUREMENTS = ['rtt', 'handover', 'directed', 'peers', 'failover', 'idle', 'herd', 'scale', 'shards'] as const;
 export type MeasurementName = (typeof MEASUREMENTS)[number];
 
 /** BenchPlan is the sizes of every measurement. */

@@ -78,6 +78,34 @@ export function renderMarkdown(r: BenchResults): string {
     );
   }
 
+  const gaps = of('handover_gap_ms');
+  if (gaps.length) {
+    const variants = ['release', 'directed stop', 'directed handover()'];
+    const cell = (store: string, v: string, metric: ResultRow['metric']) => {
+      const x = find(`baton-${store} (${v})`, metric);
+      const rtt = find(`baton-${store}`, 'store_rtt_ms')?.p50;
+      if (!x) return '–';
+      const times = rtt ? ` (${n(x.p50! / rtt, 1)} × / ${n(x.p99! / rtt, 1)} × RTT)` : '';
+      return `${n(x.p50)} / ${n(x.p99)}${times}`;
+    };
+    const gapStores = [...new Set(gaps.map((g) => g.store))];
+    out.push('## Directed handover beside release-and-race', '');
+    out.push(
+      'Rounds of the three interleaved on one lock each (bench/measure/directed.ts). **Gap**: the old leader’s last successful write answered → the successor’s first successful write of the new term answered (release → acquisition; give → take). **Leaderless**: the old leader’s `stopped` → the successor’s `elected`. p50 / p99 ms, and as multiples of the store’s RTT p50.',
+      '',
+    );
+    out.push(
+      table(
+        ['Store', 'RTT p50 / p99 ms', ...variants.map((v) => `gap: ${v}`), ...variants.map((v) => `leaderless: ${v}`), 'n'],
+        gapStores.map((st) => {
+          const rtt = find(`baton-${st}`, 'store_rtt_ms');
+          return [st, `${n(rtt?.p50)} / ${n(rtt?.p99)}`, ...variants.map((v) => cell(st, v, 'handover_gap_ms')), ...variants.map((v) => cell(st, v, 'handover_leaderless_ms')), String(find(`baton-${st} (release)`, 'handover_gap_ms')?.n ?? '–')];
+        }),
+      ),
+      '',
+    );
+  }
+
   if (stores.length) {
     out.push('## Per store', '');
     out.push(

@@ -9,6 +9,8 @@ import { round } from './stats.js';
 export type Metric =
   | 'store_rtt_ms'
   | 'graceful_handover_ms'
+  | 'handover_gap_ms'
+  | 'handover_leaderless_ms'
   | 'crash_failover_ms'
   | 'crash_failover_from_renewal_ms'
   | 'idle_standby_rps'

@@ -17,6 +17,7 @@ import { isRegistered, STORE_KINDS } from './stores.js';
 import { writeOutputs } from './outputs.js';
 import { measureRtt } from './measure/rtt.js';
 import { measureHandover } from './measure/handover.js';
+import { measureDirectedHandover } from './measure/directed.js';
 import { measureFailover } from './measure/failover.js';
 import { measureIdle } from './measure/idle.js';
 import { measureHerd } from './measure/herd.js';
@@ -91,6 +92,7 @@ const perStore = async (name: MeasurementName, label: string, fn: (s: StoreUnder
 try {
   await perStore('rtt', 'store round trip (renewal compare-and-set)', (s) => measureRtt(ctx, s));
   await perStore('handover', 'graceful handover', (s) => measureHandover(ctx, s));
+  await perStore('directed', 'directed handover beside release-and-race', (s) => measureDirectedHandover(ctx, s));
   if (run('peers')) {
     ctx.log(`\n# peers (at ${elapsed()} s)`);
     await step('peers', () => measurePeers(ctx, stores));

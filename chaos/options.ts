@@ -114,7 +114,7 @@ export function applicableFaults(kind: ChaosStoreKind, shards?: number): FaultKi
 
 /** handoverApplies: directed handovers (core/handover.ts) exist on compare-and-set stores, for single elections. */
 export function handoverApplies(kind: ChaosStoreKind, shards?: number): boolean {
-  return !kind.queue && !kind.noDirectedHandover && shards === undefined;
+  return !kind.queue && shards === undefined;
 }
 
 function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): readonly string[] {

@@ -71,8 +71,6 @@ export interface ChaosStoreKind {
   readonly polls?: boolean;
   /** Whether it is a queue store (see ChaosTiming.queue). */
   readonly queue?: boolean;
-  /** The store refuses directed handover (StoreCapabilities.noDirectedHandover): no handover faults. */
-  readonly noDirectedHandover?: boolean;
   /** Default timing for runs on this store. */
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
@@ -178,7 +176,6 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   // long for the CI run, done by hand (docs/stores/azblob.md).
   azblob: {
     name: 'azblob',
-    noDirectedHandover: true,
     scheme: 'azblob',
     network: true,
     timing: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 1000 },

@@ -99,6 +99,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   private readonly hangStreak?: HangStreak;
   /** The registry entry and preference rule of this candidate (core/candidate-side.ts), if any. */
   private readonly side?: CandidateSide;
+  /** While handOff() waits for a successor's acceptance: woken by every notification of the lock. */
+  private readonly stopListeners = new Set<() => void>();
 
   constructor(options: LeaderElectorOptions) {
     super();
@@ -196,9 +198,13 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.pendingRelease = undefined;
       if (toRelease && this.releaseOnStop) {
         // 6. With a registry, a graceful stop hands over to the best live candidate instead of a race.
-        const released = l && toRelease === l.record ? this.handOff(toRelease) : this.release(toRelease);
-        unwatch?.();
-        unwatch = undefined;
+        const handing = !!this.side && !!l && toRelease === l.record;
+        const released = handing ? this.handOff(toRelease) : this.release(toRelease);
+        // A handover waits for the successor's acceptance, which the watch reports: keep it until done.
+        if (!handing) {
+          unwatch?.();
+          unwatch = undefined;
+        }
         await withDeadline(released, bound, this.clock).catch((err) => this.reportError(err));
       }
       if (this.store.queue) await withDeadline(this.store.queue.withdraw(this.lock, this.identity), bound, this.clock).catch((err) => this.reportError(err));
@@ -295,6 +301,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     return this.leadership;
   }
   private onNotify(record: LeaseRecord | null | undefined): void {
+    // A leader handing off (handOff, also from stop()) hears the successor's acceptance here.
+    for (const f of this.stopListeners) f();
     if (this.state !== 'running') return;
     const l = this.leadership;
     if (l && record) {
@@ -593,7 +601,12 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     const boundMs = this.timing.renewDeadlineMs / 2;
     const successor = this.side ? await withDeadline(this.side.successor(), boundMs, this.clock).catch(() => undefined) : undefined;
     if (!successor) return this.release(record);
-    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, boundMs, this.clock).catch((err) => void this.reportError(err));
+    // The acceptance is heard from the lock's watch (onNotify wakes handOffListeners), else polled.
+    const onChange = (f: () => void) => {
+      this.stopListeners.add(f);
+      return () => void this.stopListeners.delete(f);
+    };
+    const asked = await askAndAwaitAcceptance(this.store, this.lock, record, successor, boundMs, this.clock, 25, onChange).catch((err) => void this.reportError(err));
     if (asked) return this.giveTo(asked.record, { identity: successor, instance: asked.instance });
     const current = await this.store.read(this.lock);
     if (current && current.holder === this.identity && current.term === record.term) await this.release(current);

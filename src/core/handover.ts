@@ -1,6 +1,6 @@
 import { realClock, sleep, type Clock } from './clock.js';
 import { InvalidConfigError, LeaseLostError } from './errors.js';
-import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite } from './store.js';
+import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import { readCandidate } from './candidates.js';
 
 /**
@@ -33,7 +33,6 @@ import { readCandidate } from './candidates.js';
 /** directedHandoverRefusal: why `store` cannot do a directed handover, or undefined when it can. */
 export function directedHandoverRefusal(store: LeaseStore): string | undefined {
   if (store.queue) return `${store.kind} orders its leaders by its own queue; leadership cannot be directed there`;
-  if (store.capabilities.noDirectedHandover) return `${store.kind}: ${store.capabilities.noDirectedHandover}`;
   return undefined;
 }
 
@@ -97,6 +96,7 @@ export function giveWrite(record: LeaseRecord, to: string, instance: string, lea
     transitions: record.transitions + 1,
     stepDownRequested: false,
     metadata: { [HANDOVER_INSTANCE]: instance, [HANDOVER_FROM]: `${record.holder}@${record.term}` },
+    givenByHolder: true,
   };
 }
 
@@ -198,30 +198,65 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
  * askAndAwaitAcceptance is steps 1–2 for a leader that is leaving anyway (stop() with a
  * registry): ask `to` on `record`, and wait up to `boundMs` for its acceptance. Resolves with
  * the accepted record and the accepting instance, or undefined (question taken back, or the
- * record moved) — the leader then releases as it would have.
+ * record moved) — the leader then releases as it would have. It reads the record every
+ * `pollMs`, and at once whenever `onChange` (the caller's watch of the lock, if any) reports a
+ * change: on a notifying store the acceptance is seen one notification after it is written.
  */
-export async function askAndAwaitAcceptance(store: LeaseStore, lock: string, record: LeaseRecord, to: string, boundMs: number, clock: Clock, pollMs = 25): Promise<{ record: LeaseRecord; instance: string } | undefined> {
+export async function askAndAwaitAcceptance(
+  store: LeaseStore,
+  lock: string,
+  record: LeaseRecord,
+  to: string,
+  boundMs: number,
+  clock: Clock,
+  pollMs = 25,
+  onChange?: (listener: () => void) => () => void,
+): Promise<{ record: LeaseRecord; instance: string } | undefined> {
   const by = clock.monotonicMs() + boundMs;
-  let current: LeaseRecord | null = record;
-  // The record may have moved on since the leader last wrote it (a step-down flag set by
-  // someone else): ask on the current one, as long as it is still the same holder and term.
-  for (let attempt = 0; ; attempt++) {
-    const asked = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
-    if (asked.ok) {
-      current = asked.record;
-      break;
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const off = onChange?.(() => {
+    changed = true;
+    wake?.();
+  });
+  try {
+    return await ask();
+  } finally {
+    off?.();
+  }
+
+  async function ask(): Promise<{ record: LeaseRecord; instance: string } | undefined> {
+    // 1. Ask. A lost compare-and-set on a record that is still ours (the preference rule asking
+    // at the same moment, a standby's acceptance of that) is asked again on what is there now;
+    // a record already asking `to` is waited on as it is.
+    let current: LeaseRecord | null = record;
+    for (let attempt = 0; handoverAskedOf(current) !== to; attempt++) {
+      const asked: WriteResult = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
+      if (asked.ok) {
+        current = asked.record;
+        break;
+      }
+      current = asked.current !== undefined ? asked.current : await store.read(lock);
+      if (!current || current.holder !== record.holder || current.term !== record.term || attempt >= 2) return undefined;
     }
-    const now: LeaseRecord | null = asked.current !== undefined ? asked.current : await store.read(lock);
-    if (attempt >= 2 || !now || now.holder !== record.holder || now.term !== record.term) return undefined;
-    current = now;
+    while (clock.monotonicMs() < by) {
+      if (!changed) {
+        await new Promise<void>((resolve) => {
+          const timer = clock.setTimer(() => resolve(), pollMs);
+          wake = () => {
+            clock.clearTimer(timer);
+            resolve();
+          };
+        });
+      }
+      changed = false;
+      wake = undefined;
+      current = await store.read(lock);
+      if (!current || current.holder !== record.holder || current.term !== record.term || handoverAskedOf(current) !== to) return undefined;
+      const instance = handoverAcceptedBy(current);
+      if (instance !== undefined) return { record: current, instance };
+    }
+    if (current) await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
+    return undefined;
   }
-  while (clock.monotonicMs() < by) {
-    await sleep(clock, pollMs);
-    current = await store.read(lock);
-    if (!current || current.holder !== record.holder || current.term !== record.term || handoverAskedOf(current) !== to) return undefined;
-    const instance = handoverAcceptedBy(current);
-    if (instance !== undefined) return { record: current, instance };
-  }
-  if (current) await store.write(lock, current.revision, sameRecordWith(current, withoutHandover(current.metadata))).catch(() => undefined);
-  return undefined;
 }

@@ -104,6 +104,14 @@ export interface LeaseWrite {
   transitions: number;
   stepDownRequested: boolean;
   metadata: HolderMetadata;
+  /**
+   * Set only on a directed handover's give (core/handover.ts, step 3): the writer is the holder
+   * of the record at `expected`, and hands it on to `holder` with a new term. A store whose
+   * server-side lock belongs to the holder (Azure's blob lease) moves that lock to the new
+   * holder instead of acquiring it anew, which the holder's own lock would refuse. Other stores
+   * ignore it; it is never stored.
+   */
+  givenByHolder?: boolean;
 }
 
 /** WriteResult is the outcome of a conditional write. */
@@ -177,12 +185,6 @@ export interface StoreCapabilities {
   readonly serverExpiry: boolean;
   /** Lease durations are rounded up to this many ms by the server (e.g. 1000 for etcd). */
   readonly leaseGranularityMs?: number;
-  /**
-   * Why a directed handover (core/handover.ts) cannot be done here, when it cannot: a server-side
-   * lock bound to the writer's handle (Azure's blob lease) that the successor cannot take over
-   * by a compare-and-set of the record. Absent: the store can.
-   */
-  readonly noDirectedHandover?: string;
 }
 
 /**

@@ -121,6 +121,14 @@ export class BlobCas implements CasBackend {
     return 'refused' in res ? res : { etag: res.etag! };
   }
 
+  /** changeLease moves the live blob lease `leaseId` to `proposedId` (its expiry kept), only while the ETag is `ifMatch`. */
+  async changeLease(key: string, leaseId: string, proposedId: string, ifMatch: string): Promise<Outcome> {
+    const res = await this.call('change lease', key, [404, 409, 412], (signal) =>
+      this.blob(key).getBlobLeaseClient(leaseId).changeLease(proposedId, { abortSignal: signal, conditions: { ifMatch } }),
+    );
+    return 'refused' in res ? res : { etag: res.etag! };
+  }
+
   /** releaseLease frees the blob lease `leaseId`; false if it was not held with that ID. */
   async releaseLease(key: string, leaseId: string): Promise<boolean> {
     const res = await this.call('release lease', key, [404, 409, 412], (signal) =>

@@ -19,7 +19,10 @@
  *   3. No blob yet: create a free placeholder (If-None-Match: *) so there is something to lease.
  *   4. Acquire the blob lease with a proposed ID (lease.ts), If-Match the ETag of step 1/3. Azure
  *      refuses while another lease is live (409): a lost race. A live *infinite* lease (baton
- *      leases over 60 s) is broken first, If-Match that ETag — see lease.ts.
+ *      leases over 60 s) is broken first, If-Match that ETag — see lease.ts. A directed
+ *      handover's give (the holder writes its accepted record to the successor) changes the live
+ *      lease to the new ID instead (Change Lease, If-Match), since the holder's own lease would
+ *      refuse the Acquire until it lapsed.
  *   5. Write the record with its term under the lease (x-ms-lease-id + If-Match). Only now is
  *      the acquisition reported: leadership is never announced before the record says so.
  *
@@ -79,7 +82,7 @@ export class AzblobStore extends CasStore {
   private isClosed = false;
 
   private constructor(blobs: BlobCas) {
-    super(blobs, { noDirectedHandover: 'the blob lease is held by the leader\'s own handle, and a successor cannot take it over by writing the record' });
+    super(blobs);
     this.blobs = blobs;
   }
 
@@ -140,7 +143,12 @@ export class AzblobStore extends CasStore {
     // 4. The blob lease.
     const leaseId = leaseIdFor(lock, next, current, item, etag);
     const seconds = blobLeaseSeconds(next.leaseDurationMs);
-    let leased = await this.acquireLease(key, leaseId, seconds, etag);
+    // A give (LeaseWrite.givenByHolder) is written by the holder on its own record, whose blob
+    // lease is live and would refuse an Acquire for up to 15 s: the lease moves to the
+    // successor's ID instead (Change Lease, If-Match the ETag the successor accepted on).
+    const given = next.givenByHolder === true && item?.leaseId !== undefined && item.leaseState === 'leased';
+    let leased = given ? await this.blobs.changeLease(key, item.leaseId!, leaseId, etag) : await this.acquireLease(key, leaseId, seconds, etag);
+    if (given && 'refused' in leased && leased.refused.status === 409) leased = await this.acquireLease(key, leaseId, seconds, etag); // lapsed meanwhile
     if ('refused' in leased && leased.refused.code === 'LeaseAlreadyPresent' && item?.leaseDuration === 'infinite') {
       // Only an infinite lease is broken, and only at the ETag the elector watched go stale.
       if (await this.blobs.breakLease(key, etag)) leased = await this.acquireLease(key, leaseId, seconds, etag);

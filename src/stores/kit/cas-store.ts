@@ -53,8 +53,6 @@ import { decodeRecord, decodeStored, encodeRecord, recordOf } from './record-cod
 export interface CasStoreOptions {
   /** Lease durations are rounded up to this many ms by the backend. */
   leaseGranularityMs?: number;
-  /** Why a directed handover cannot be done on this backend (StoreCapabilities.noDirectedHandover). */
-  noDirectedHandover?: string;
 }
 
 /**
@@ -97,7 +95,6 @@ export class CasStore implements LeaseStore {
     this.capabilities = Object.freeze({
       serverExpiry: false,
       ...(options.leaseGranularityMs ? { leaseGranularityMs: options.leaseGranularityMs } : {}),
-      ...(options.noDirectedHandover ? { noDirectedHandover: options.noDirectedHandover } : {}),
     });
     if (cas.replaceMany) this.renewMany = (requests) => this.renewBatch(requests);
     if (cas.renewValues) this.renewRevisions = (items) => this.renewValuesBatch(items);

@@ -8,10 +8,11 @@ import { lifecycleTests } from './lifecycle.js';
 import { queueTests } from './queue.js';
 import { renewRevisionsTests } from './renew-revisions.js';
 import { handoverTests } from './handover.js';
+import { rollingTests } from './rolling.js';
 import type { ConformanceOptions } from './context.js';
 
 export type { ConformanceOptions, StoreFaults } from './context.js';
-export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests, handoverTests };
+export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests, handoverTests, rollingTests };
 
 /**
  * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
@@ -37,6 +38,7 @@ export async function resolveCapabilities(options: ConformanceOptions) {
  * - notifyTests (notify stores), ledgerTests (ledger stores);
  * - electionTests: expiry, handover, lifecycle events and a concurrency fuzz test, with real electors;
  * - handoverTests (compare-and-set stores with a ledger): directed handover among registered candidates;
+ * - rollingTests (the same stores): a rolling deploy of three moves leadership exactly once with `prefer: 'newest'`;
  * - lifecycleTests: `close()`, and with `faults.makeUnreachableStore` the unreachable store;
  * - faultTests: the scenarios whose hooks `faults` gives (kill/start, restart, freeze/thaw,
  *   cut connections, cut feed) with real electors on short leases.
@@ -53,7 +55,10 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
   electionTests(options, caps);
-  if (caps.ledger && !caps.queue && !caps.noDirectedHandover) handoverTests(options);
+  if (caps.ledger && !caps.queue) {
+    handoverTests(options);
+    rollingTests(options);
+  }
   lifecycleTests(options, caps);
   faultTests(options, caps);
 }
