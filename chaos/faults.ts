@@ -171,10 +171,24 @@ export class FaultInjector {
         this.handle ??= openStore(this.ctx.store.url);
         const store = await this.handle;
         inject(`to ${target}`);
-        const r = await requestHandover(store, this.ctx.lock, target!, { timeoutMs: plan.holdMs }).then(
-          (x) => x.outcome + ('why' in x ? `: ${x.why}` : ''),
-          (err: Error) => `failed: ${err.message}`,
-        );
+        // A handover that finds the lease moving already (the failover of the fault before it,
+        // on a loaded machine) answers `moved` or `not-held`: that is not the handover failing, so
+        // it is asked again, up to three times within the hold, once a leader is writing again.
+        const until = monoMs() + plan.holdMs;
+        let r = '';
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          r = await requestHandover(store, this.ctx.lock, target!, { timeoutMs: Math.max(until - monoMs(), 500) }).then(
+            (x) => x.outcome + ('why' in x ? `: ${x.why}` : ''),
+            (err: Error) => `failed: ${err.message}`,
+          );
+          if (!(r.startsWith('moved') || r.startsWith('not-held')) || monoMs() >= until) break;
+          while (monoMs() < until) {
+            const last = await this.ctx.register.lastWriter();
+            if (last && last.ageMs < 100 && last.from !== target) break;
+            await sleepMs(20);
+          }
+          r = `${r} (attempt ${attempt})`;
+        }
         return heal(r);
       }
       case 'clock': {

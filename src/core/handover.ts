@@ -1,6 +1,6 @@
 import { realClock, sleep, type Clock } from './clock.js';
 import { InvalidConfigError, LeaseLostError } from './errors.js';
-import type { HolderMetadata, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
+import { HANDOVER_KEYS, type HolderMetadata, type LeaseRecord, type LeaseStore, type LeaseWrite, type WriteResult } from './store.js';
 import { readCandidate } from './candidates.js';
 
 /**
@@ -37,10 +37,10 @@ export function directedHandoverRefusal(store: LeaseStore): string | undefined {
 }
 
 /** Metadata keys of the protocol above. */
-export const HANDOVER_TO = 'handoverTo';
-export const HANDOVER_ACK = 'handoverAck';
-export const HANDOVER_INSTANCE = 'handoverInstance';
-export const HANDOVER_FROM = 'handoverFrom';
+export const HANDOVER_TO = HANDOVER_KEYS.to;
+export const HANDOVER_ACK = HANDOVER_KEYS.ack;
+export const HANDOVER_INSTANCE = HANDOVER_KEYS.instance;
+export const HANDOVER_FROM = HANDOVER_KEYS.from;
 
 /** handoverAskedOf: the candidate `record`'s holder was asked to hand over to, if any. */
 export function handoverAskedOf(record: LeaseRecord | null | undefined): string | undefined {

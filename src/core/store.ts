@@ -305,6 +305,14 @@ export interface LeaseStore {
   close(): Promise<void>;
 }
 
+/**
+ * HANDOVER_KEYS are the record metadata keys of a directed handover (core/handover.ts): the ask
+ * (`to`: the candidate asked for), the acceptance (`ack`: the accepting instance), and on a given
+ * record the instance it is for and where it came from. Part of the contract so that a store can
+ * map its platform's own handover field onto the ask (Kubernetes' spec.preferredHolder).
+ */
+export const HANDOVER_KEYS = Object.freeze({ to: 'handoverTo', ack: 'handoverAck', instance: 'handoverInstance', from: 'handoverFrom' } as const);
+
 /** MAX_LOCK_NAME_LENGTH bounds lock names so every store can key on them. */
 export const MAX_LOCK_NAME_LENGTH = 200;
 

@@ -26,8 +26,9 @@
  * `baton.dev/holder` then differs from `spec.holderIdentity`, and only the term (the last one
  * baton handed out) is read from them.
  */
-import { HANDOVER_ACK, HANDOVER_TO } from '../../core/handover.js';
-import type { HolderMetadata, LeaseRecord, LeaseWrite } from '../../core/store.js';
+import { HANDOVER_KEYS, type HolderMetadata, type LeaseRecord, type LeaseWrite } from '../../core/store.js';
+
+const { to: HANDOVER_TO, ack: HANDOVER_ACK } = HANDOVER_KEYS;
 
 /** ANNOTATION names the annotations baton keeps on its Leases. */
 export const ANNOTATION = Object.freeze({
