@@ -8,5 +8,5 @@ after(() => server.stop());
 
 test('baton shards --progress-timeout, Redis: a SIGSTOPped shard child moves its shard to another member, and only that shard; not handed back', async () => {
   const { takeoverMs } = await runHungShardScenario({ storeUrl: server.url, name: 'redis' });
-  console.log(`# Redis: hung shard owned elsewhere ${Math.round(takeoverMs)} ms after SIGSTOP (progress timeout 2000 ms)`);
+  console.log(`# Redis: hung shard owned elsewhere ${Math.round(takeoverMs)} ms after SIGSTOP (progress timeout 4000 ms)`);
 });

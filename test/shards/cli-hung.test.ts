@@ -11,7 +11,7 @@ describe('baton shards --progress-timeout', () => {
     const dir = new TempDir();
     try {
       const { takeoverMs } = await runHungShardScenario({ storeUrl: dir.sqlite('shards.db'), name: 'sqlite' });
-      console.log(`# SQLite: hung shard owned elsewhere ${Math.round(takeoverMs)} ms after SIGSTOP (progress timeout 2000 ms)`);
+      console.log(`# SQLite: hung shard owned elsewhere ${Math.round(takeoverMs)} ms after SIGSTOP (progress timeout 4000 ms)`);
     } finally {
       dir.remove();
     }
