@@ -17,6 +17,13 @@
  *      at most `maxMovesPerPeriod` per period, so a membership change moves shards gradually.
  * While views of the membership disagree, two members may campaign for one shard; the store's
  * compare-and-set lets one of them hold it, and every elector guarantee holds per shard.
+ *
+ * Hung work (issue 28): `giveUpHung(shard)` — called once the shard's work has been stopped —
+ * releases the shard's lease with reason 'hung' (the ledger keeps why, under the shard's lock),
+ * and excludes the shard from this member for a back-off that grows with each hang of that
+ * shard in a row (core/hang-backoff.ts's HangStreak). The exclusion is published with the
+ * heartbeat, so the assignment gives the shard to another member at once and not back to this
+ * one while it lasts (assignment.ts, membership.ts); this member does not acquire it meanwhile.
  */
 import { EventEmitter } from 'node:events';
 import { realClock, type Clock, type TimerHandle } from '../core/clock.js';
@@ -28,6 +35,7 @@ import type { HolderMetadata, LeaseStore } from '../core/store.js';
 import { heirShards, type ShardAssignment } from './assignment.js';
 import { GatedStore } from './gate.js';
 import { directedHandoverRefusal } from '../core/handover.js';
+import { HangStreak } from '../core/hang-backoff.js';
 import { Membership, type MemberView } from './membership.js';
 
 /** ShardGroupOptions configures one member of a shard group. */
@@ -50,6 +58,18 @@ export interface ShardGroupOptions extends Partial<Timing> {
    * Without it, the work gets only the `signal`, aborted as the lease is released.
    */
   drain?: (shard: number, term: number) => Promise<void>;
+  /**
+   * hangBackoffBaseMs is the first exclusion after a shard's work hung (`giveUpHung`): the time
+   * the work had to show it was alive, such as the progress timeout. It doubles with each hang
+   * of that shard in a row, capped at 10 minutes; at least 1 s. Default 1 s.
+   */
+  hangBackoffBaseMs?: number;
+}
+
+/** ShardGiveUp is what `giveUpHung` did: how long the shard is excluded, and the how-manieth hang in a row this is. */
+export interface ShardGiveUp {
+  readonly backoffMs: number;
+  readonly streak: number;
 }
 
 /** ShardAcquiredEvent: this member now owns `shard`; stop its work when `signal` aborts. */
@@ -63,7 +83,7 @@ export interface ShardAcquiredEvent {
 export interface ShardReleasedEvent {
   readonly shard: number;
   readonly term: number;
-  /** 'rebalanced' when the shard was given up because it is assigned elsewhere. */
+  /** 'rebalanced' when the shard was given up because it is assigned elsewhere; 'hung' after giveUpHung. */
   readonly reason: StopReason | 'rebalanced';
 }
 
@@ -109,7 +129,17 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   private readonly leaving = new Set<number>();
   private readonly owned = new Map<number, number>();
   private desired = new Set<number>();
-  private view: MemberView = { live: [], all: [] };
+  private view: MemberView = { live: [], all: [], exclusions: new Map() };
+  /** Shards this member excludes after their work hung: until when (monotonic ms). */
+  private readonly excluded = new Map<number, number>();
+  /** Per shard, its hangs in a row on this member. */
+  private readonly hangStreaks = new Map<number, HangStreak>();
+  /** When this member acquired each shard it holds (monotonic ms): how long a hung term had led. */
+  private readonly acquiredAtMs = new Map<number, number>();
+  private readonly hangBackoffBaseMs: number;
+  /** Set while a cycle runs; `kickPending` asks for another right after it. */
+  private inCycle = false;
+  private kickPending = false;
   private timer?: TimerHandle;
   private running = false;
   private cycle?: Promise<void>;
@@ -123,7 +153,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
   constructor(options: ShardGroupOptions) {
     super();
     if (!options || typeof options.store?.read !== 'function') throw new TypeError('ShardGroup: options.store must be a LeaseStore (see openStore)');
-    checkOptionKeys('ShardGroup', options, ['store', 'group', 'shards', 'identity', 'maxMovesPerPeriod', 'metadata', 'clock', 'drain', ...TIMING_KEYS]);
+    checkOptionKeys('ShardGroup', options, ['store', 'group', 'shards', 'identity', 'maxMovesPerPeriod', 'metadata', 'clock', 'drain', 'hangBackoffBaseMs', ...TIMING_KEYS]);
     if (!options.store.ledger) throw new InvalidConfigError(`shards: the ${options.store.kind} store keeps no ledger, which group membership needs`);
     this.group = validateLockName(options.group, 'group');
     validateLockName(shardLock(this.group, MAX_SHARDS), 'group');
@@ -132,8 +162,12 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     }
     this.shards = options.shards;
     this.identity = validateIdentity(options.identity ?? defaultIdentity());
-    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, drain, ...timing } = options;
+    const { store: _s, group: _g, shards: _n, identity: _i, maxMovesPerPeriod, metadata, clock, drain, hangBackoffBaseMs, ...timing } = options;
     this.drain = drain;
+    if (hangBackoffBaseMs !== undefined && (!Number.isFinite(hangBackoffBaseMs) || hangBackoffBaseMs < 0)) {
+      throw new InvalidConfigError(`hangBackoffBaseMs: must be a duration in ms ≥ 0, got ${String(hangBackoffBaseMs)}`);
+    }
+    this.hangBackoffBaseMs = hangBackoffBaseMs ?? 0;
     this.timing = Object.freeze(resolveTiming(timing));
     const moves = maxMovesPerPeriod ?? Math.ceil(this.shards / 16);
     if (!Number.isInteger(moves) || moves < 1) throw new InvalidConfigError(`maxMovesPerPeriod: must be a whole number ≥ 1, got ${String(maxMovesPerPeriod)}`);
@@ -141,9 +175,14 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     this.store = options.store;
     this.metadata = metadata;
     this.clock = clock ?? realClock;
-    this.gated = new GatedStore(this.store, (lock) => this.desired.has(this.shardOf.get(lock) ?? -1));
+    this.gated = new GatedStore(this.store, (lock) => {
+      const shard = this.shardOf.get(lock) ?? -1;
+      return this.desired.has(shard) && !this.isExcluded(shard);
+    });
     // Joiners settle for a retry period before they are added (membership.ts).
-    this.membership = new Membership(this.store.ledger!, this.group, this.shards, this.identity, this.timing.leaseDurationMs, this.clock, this.timing.retryPeriodMs);
+    this.membership = new Membership(this.store.ledger!, this.group, this.shards, this.identity, this.timing.leaseDurationMs, this.clock, this.timing.retryPeriodMs, () =>
+      this.excludedShards(),
+    );
   }
 
   /** start joins the group. Resolves at once; listen for `acquired` and `released`. */
@@ -185,6 +224,40 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     return this.electors.get(shard);
   }
 
+  /**
+   * giveUpHung gives up `shard` because its work hung — call it once that work has stopped. If
+   * this member holds the shard, its lease is released with reason 'hung' and `note` (kept in the
+   * store's ledger under the shard's lock; `released` says 'hung'). Either way the shard is
+   * excluded from this member for a back-off (see the file comment), and the membership is
+   * published at once so the assignment moves the shard now. Resolves once the lease is released.
+   */
+  async giveUpHung(shard: number, note?: string): Promise<ShardGiveUp> {
+    if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards) throw new InvalidConfigError(`shards: no shard ${String(shard)} in a group of ${this.shards}`);
+    const now = this.clock.monotonicMs();
+    let streak = this.hangStreaks.get(shard);
+    if (!streak) this.hangStreaks.set(shard, (streak = new HangStreak(this.hangBackoffBaseMs)));
+    const backoffMs = streak.hung(now - (this.acquiredAtMs.get(shard) ?? now));
+    this.excluded.set(shard, now + backoffMs);
+    const elector = this.electors.get(shard);
+    const released = elector?.isLeader() ? elector.resign({ reason: 'hung', note, holdOffMs: backoffMs }) : Promise.resolve();
+    this.kick();
+    await released;
+    return { backoffMs, streak: streak.count };
+  }
+
+  /** excludedShards lists the shards this member excludes now, with the time left (ms). */
+  excludedShards(): Map<number, number> {
+    const now = this.clock.monotonicMs();
+    const out = new Map<number, number>();
+    for (const [s, until] of [...this.excluded].sort((a, b) => a[0] - b[0])) if (until > now) out.set(s, until - now);
+    return out;
+  }
+
+  private isExcluded(shard: number): boolean {
+    const until = this.excluded.get(shard);
+    return until !== undefined && until > this.clock.monotonicMs();
+  }
+
   /** members is the last observed membership. */
   members(): MemberView {
     return this.view;
@@ -202,14 +275,40 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
 
   private tick(): void {
     if (!this.running) return;
+    this.inCycle = true;
     this.cycle = this.reconcile()
       .catch((err) => this.report(err))
       .finally(() => {
-        if (this.running) this.timer = this.clock.setTimer(() => this.tick(), this.timing.retryPeriodMs);
+        this.inCycle = false;
+        if (!this.running) return;
+        if (this.kickPending) {
+          this.kickPending = false;
+          return this.tick();
+        }
+        this.timer = this.clock.setTimer(() => this.tick(), this.timing.retryPeriodMs);
       });
   }
 
+  /** kick runs a cycle now (or right after the one running), not at the next retry period. */
+  private kick(): void {
+    if (!this.running) return;
+    if (this.inCycle) {
+      this.kickPending = true;
+      return;
+    }
+    if (this.timer) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.tick();
+  }
+
   private async reconcile(): Promise<void> {
+    // 0. Exclusions that have ended: forget them, and wake the campaign of a shard still ours.
+    const now = this.clock.monotonicMs();
+    for (const [s, until] of [...this.excluded]) {
+      if (until > now) continue;
+      this.excluded.delete(s);
+      if (this.desired.has(s)) this.gated.open(shardLock(this.group, s));
+    }
     // 1. The assignment record first: a member started with another shard count is refused
     //    before its heartbeat could make it a member.
     const current = await this.membership.readAssignment();
@@ -270,10 +369,14 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
     });
     elector.on('elected', ({ term, signal }) => {
       this.owned.set(shard, term);
+      this.acquiredAtMs.set(shard, this.clock.monotonicMs());
       this.emit('acquired', { shard, term, signal });
     });
     elector.on('stopped', ({ term, reason }) => {
       this.owned.delete(shard);
+      this.acquiredAtMs.delete(shard);
+      // A term of this shard that ended otherwise than hung starts its streak over.
+      if (reason !== 'hung') this.hangStreaks.delete(shard);
       this.emit('released', { shard, term, reason: this.leaving.has(shard) ? 'rebalanced' : reason });
     });
     elector.on('renewed', ({ term, durationMs }) => this.emit('renewed', { shard, term, durationMs }));

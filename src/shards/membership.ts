@@ -2,7 +2,8 @@
  * Membership and the shared assignment of a shard group, both kept in the store's ledger under
  * `baton/shards/<group>/`:
  *
- *   members/<identity>   each member's heartbeat, rewritten every retry period (`left` on a clean stop)
+ *   members/<identity>   each member's heartbeat, rewritten every retry period (`left` on a clean stop),
+ *                        with the shards it excludes: {"v":1,"beat":n,"excluded":{"<shard>":<ms left>}}
  *   assignment           {"v":1,"shards":N,"members":[…],"owners":[…]} — the current assignment
  *
  * A member is live while its heartbeat keeps changing: an entry this process has seen unchanged
@@ -23,11 +24,17 @@
  * times; adding each as it appeared rewrote the assignment once per member, and every version
  * started and stopped hundreds of electors (the first member briefly owned every shard). Removals
  * never wait: a member is found dead only after a lease of silence already.
+ *
+ * Exclusions (issue 28): a member whose work on a shard hung excludes that shard for a back-off
+ * and says so in each heartbeat, with the time left counted on its own clock and written anew
+ * each beat — never a deadline another host would have to compare with its clock. The
+ * assignment keeps each live member away from the shards it excludes (assignment.ts); any
+ * member that sees the record break that writes the next one, as for a membership change.
  */
 import type { Clock } from '../core/clock.js';
 import { InvalidConfigError } from '../core/errors.js';
 import type { Ledger } from '../core/store.js';
-import { nextAssignment, type ShardAssignment } from './assignment.js';
+import { nextAssignment, ownerNames, type ShardAssignment, type ShardExclusions } from './assignment.js';
 
 /** groupPrefix is where a group's ledger entries live. */
 export function groupPrefix(group: string): string {
@@ -43,6 +50,18 @@ export interface MemberView {
   readonly live: readonly string[];
   /** Every member entry, with whether it counts as live. */
   readonly all: readonly { identity: string; live: boolean; left: boolean }[];
+  /** The shards each live member excludes, with the time left as it last published it (ms). */
+  readonly exclusions: ShardExclusions;
+}
+
+/** parseExcluded reads a heartbeat's `excluded` ({"<shard>": ms left}); malformed entries are skipped. */
+export function parseExcluded(value: unknown): Map<number, number> {
+  const out = new Map<number, number>();
+  if (!value || typeof value !== 'object') return out;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (/^(0|[1-9][0-9]{0,5})$/.test(k) && typeof v === 'number' && Number.isFinite(v) && v > 0) out.set(Number(k), v);
+  }
+  return out;
 }
 
 /** StoredAssignment is the assignment record as read, with when this process first saw that version. */
@@ -76,6 +95,8 @@ export class Membership {
   private lastObservedMs?: number;
   /** The members waiting to be added (sorted, as text), since when exactly they were seen, and since when any were. */
   private joining?: { key: string; sinceMs: number; firstMs: number };
+  /** The record version and exclusions last checked against each other (see advance). */
+  private checked?: { key: string; excluding: boolean };
 
   constructor(
     private readonly ledger: Ledger,
@@ -86,6 +107,8 @@ export class Membership {
     private readonly clock: Clock,
     /** How long the same joiners must have been seen before they are added (see the file comment). */
     private readonly settleMs = 0,
+    /** The shards this member excludes now, with the time left (ms), published with each heartbeat. */
+    private readonly excluded: () => ReadonlyMap<number, number> = () => new Map(),
   ) {
     this.prefix = groupPrefix(group);
     this.key = `${this.prefix}members/${identity}`;
@@ -95,7 +118,13 @@ export class Membership {
   async heartbeat(left = false): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       if (this.version === undefined) this.version = (await this.ledger.get(this.key))?.version ?? null;
-      const value = JSON.stringify({ v: 1, beat: ++this.beat, ...(left ? { left: true } : {}) });
+      const excluded = left ? new Map<number, number>() : this.excluded();
+      const value = JSON.stringify({
+        v: 1,
+        beat: ++this.beat,
+        ...(left ? { left: true } : {}),
+        ...(excluded.size > 0 ? { excluded: Object.fromEntries([...excluded].map(([s, ms]) => [String(s), Math.max(1, Math.ceil(ms))])) } : {}),
+      });
       const result = await this.ledger.put(this.key, this.version, value);
       if (result.ok) {
         this.version = result.entry.version;
@@ -121,13 +150,17 @@ export class Membership {
     }
     this.lastObservedMs = now;
     const all: { identity: string; live: boolean; left: boolean }[] = [];
+    const exclusions = new Map<string, Map<number, number>>();
     const present = new Set<string>();
     for (const e of entries) {
       const identity = e.key.slice(prefix.length);
       present.add(identity);
       let left = false;
+      let excluded = new Map<number, number>();
       try {
-        left = (JSON.parse(e.value) as { left?: unknown }).left === true;
+        const beat = JSON.parse(e.value) as { left?: unknown; excluded?: unknown };
+        left = beat.left === true;
+        excluded = parseExcluded(beat.excluded);
       } catch {
         left = true; // not a heartbeat of ours
       }
@@ -136,11 +169,12 @@ export class Membership {
       const since = this.seen.get(identity)!.sinceMs;
       const live = identity === this.identity || (!left && now - since < this.leaseDurationMs);
       all.push({ identity, live, left: left && identity !== this.identity });
+      if (live && excluded.size > 0) exclusions.set(identity, excluded);
     }
     for (const identity of this.seen.keys()) if (!present.has(identity)) this.seen.delete(identity);
     const live = all.filter((m) => m.live).map((m) => m.identity);
     if (!live.includes(this.identity)) live.push(this.identity);
-    return { live: live.sort(), all };
+    return { live: live.sort(), all, exclusions };
   }
 
   /** readAssignment reads the record; null when the group has none yet. Refuses another shard count. */
@@ -178,10 +212,12 @@ export class Membership {
     }
     if (this.joinsSettled(joining)) for (const m of joining) next.add(m);
     const same = current !== null && next.size === current.members.length && current.members.every((m) => next.has(m));
-    if (same) return current;
+    const exclusions = new Map([...view.exclusions].filter(([m]) => next.has(m)));
+    if (same && !this.breaksExclusions(current, next, exclusions)) return current;
     // No group yet, and its first members still settling: nothing to write.
     if (current === null && next.size === 0) return { members: [], owners: new Array<number>(this.shards).fill(-1) };
-    const proposal = nextAssignment(this.group, this.shards, current, [...next]);
+    const proposal = nextAssignment(this.group, this.shards, current, [...next], exclusions);
+    if (same && ownerNames(proposal).every((m, s) => m === ownerNames(current)[s])) return current;
     const value = JSON.stringify({ v: 1, shards: this.shards, members: proposal.members, owners: proposal.owners });
     const result = await this.ledger.put(`${this.prefix}assignment`, current?.version ?? null, value);
     if (result.ok) {
@@ -190,6 +226,21 @@ export class Membership {
     }
     // Another member moved it first: use what it wrote; the next period reconsiders.
     return (await this.readAssignment()) ?? proposal;
+  }
+
+  /**
+   * breaksExclusions tells whether the record, whose members are `next`, must be computed again
+   * for the exclusions: checked once per record version and set of excluded shards (the times
+   * left only order a shard that everyone excludes, which is placed already), and once more when
+   * the last exclusion ends (a record placed around exclusions may then be rebalanced).
+   */
+  private breaksExclusions(current: StoredAssignment, next: ReadonlySet<string>, exclusions: ShardExclusions): boolean {
+    const excluding = [...exclusions.values()].some((x) => x.size > 0);
+    if (!excluding && !this.checked?.excluding) return false;
+    const key = `${current.version}|${[...next].sort().join(',')}|${[...exclusions].map(([m, x]) => `${m}:${[...x.keys()].sort((a, b) => a - b).join(',')}`).sort().join(';')}`;
+    if (this.checked?.key === key) return false;
+    this.checked = { key, excluding };
+    return true;
   }
 
   /** joinsSettled tells whether `joining` (sorted) may be added now: seen unchanged for the settle time, or waiting a lease. */
