@@ -33,6 +33,8 @@ export interface RunMeta {
   command: string;
   /** Shard mode: the group's shard count (each shard judged as a lock of its own: shard-check.ts). */
   shards?: number;
+  /** Where the processes ran (absent: loopback). */
+  net?: 'loopback' | 'netns';
 }
 
 /** FaultRecord is one injected fault with its timing (ms relative to the window start). */

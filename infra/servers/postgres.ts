@@ -22,7 +22,7 @@ export class PostgresServer extends ManagedServer {
     }
   }
   get url(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+    return `postgres://postgres@${this.host}:${this.port}/postgres`;
   }
   protected override async prepare(): Promise<void> {
     const r = spawnSync(`${this.binDir}/initdb`, ['-D', join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
@@ -36,16 +36,16 @@ export class PostgresServer extends ManagedServer {
   protected override command() {
     return {
       bin: `${this.binDir}/postgres`,
-      args: ['-D', join(this.dir, 'data'), '-p', String(this.port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_preload_libraries=pg_stat_statements'],
+      args: ['-D', join(this.dir, 'data'), '-p', String(this.port), '-h', this.host, '-k', this.dir, '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_preload_libraries=pg_stat_statements'],
       uid: this.uid,
       gid: this.gid,
     };
   }
   protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
+    await waitForPort(this.port, 30_000, this.child, this.host);
     const until = Date.now() + 30_000;
     for (;;) {
-      const r = spawnSync(`${this.binDir}/pg_isready`, ['-h', '127.0.0.1', '-p', String(this.port)], { encoding: 'utf8' });
+      const r = spawnSync(`${this.binDir}/pg_isready`, ['-h', this.host, '-p', String(this.port)], { encoding: 'utf8' });
       if (r.status === 0) return;
       if (Date.now() > until) throw new Error('pg_isready never succeeded');
       await new Promise((res) => setTimeout(res, 100));
