@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, readdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { ManagedServer, requireBinary, waitForPort } from './base.js';
@@ -32,6 +32,8 @@ export class PostgresServer extends ManagedServer {
       cwd: this.dir,
     });
     if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout}`);
+    // Placed on a host of its own (chaos --net netns), clients come from the run's other hosts.
+    if (this.host !== '127.0.0.1') appendFileSync(join(this.dir, 'data', 'pg_hba.conf'), `host all all ${this.host.replace(/\.\d+$/, '.0')}/24 trust\n`);
   }
   protected override command() {
     return {
