@@ -29,6 +29,8 @@ export interface CandidateConfig {
   lock: string;
   identity: string;
   registerPort: number;
+  /** The register's address (default 127.0.0.1; --net netns: the register host's). */
+  registerHost?: string;
   logPath: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
@@ -100,7 +102,7 @@ const leadingOptions = {
 const leading = config.shards ? shardLeading(leadingOptions, config.shards) : electorLeading(leadingOptions);
 
 // The register is reached through a proxy that partitions can reset: reconnect until stopped.
-const register = new RegisterClient(config.registerPort);
+const register = new RegisterClient(config.registerPort, config.registerHost);
 let stopping = false;
 async function keepRegisterConnected(): Promise<void> {
   while (!stopping) {

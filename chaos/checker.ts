@@ -33,6 +33,8 @@ export interface RunMeta {
   command: string;
   /** Shard mode: the group's shard count (each shard judged as a lock of its own: shard-check.ts). */
   shards?: number;
+  /** Where the processes ran (absent: loopback). */
+  net?: 'loopback' | 'netns';
 }
 
 /** FaultRecord is one injected fault with its timing (ms relative to the window start). */
@@ -43,6 +45,15 @@ export interface FaultRecord {
   target?: string;
   atMs: number;
   healedAtMs?: number;
+  /**
+   * The trial's unavailability: from the fault (a store fault: from its heal, since nobody can
+   * lead while the store is down) to the first write the register accepted from the next leader
+   * (a token above the one it held at the fault); when no new leader wrote before the next fault,
+   * the leaderless time charged to this fault (0 if the leader rode it out).
+   */
+  unavailableMs?: number;
+  /** Who wrote next, and where the time went: fault → acquiring write sent, the acquiring call, elected → first accepted write. */
+  next?: { identity: string; term: number; toAcquireMs: number; acquireMs: number; toWriteMs: number };
 }
 
 /** GapRecord is one leaderless stretch and the fault it is charged to. */
@@ -83,6 +94,8 @@ export interface ChaosResult {
   leaseOverlapMs: number;
   leaseOverlaps: { startMs: number; ms: number; who: string[] }[];
   rttMs: { p50: number; p99: number; max: number; samples: number };
+  /** The store's round trip over every renewal, faults included (a slow link's cell is bounded with it). */
+  rttAllMs: { p50: number; p99: number; max: number; samples: number };
   boundMs: number;
   maxLeaderlessMs: number;
   gaps: GapRecord[];
@@ -219,6 +232,8 @@ export function check(
     max: round1(Math.max(...rttSamples, 0)),
     samples: rttSamples.length,
   };
+  const allSamples = renewals.map((r) => r.rttMs);
+  const rttAllMs = { p50: round1(percentile(allSamples, 50)), p99: round1(percentile(allSamples, 99)), max: round1(Math.max(...allSamples, 0)), samples: allSamples.length };
   // A standby that polls (no notifications) may wait up to pollMs between looks, not retryPeriod.
   const boundMs = options.boundMs ?? round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
 
@@ -243,6 +258,24 @@ export function check(
   const gapsOverBound = gaps.filter((g) => g.overBound);
   if (gapsOverBound.length) violations.push(`${gapsOverBound.length} leaderless gap(s) longer than the ${boundMs}ms bound after their fault healed`);
 
+  // 7b. Each fault as a trial: from the fault to the next leader's first accepted write.
+  const accepted = register.filter((e): e is Extract<RegisterEvent, { ev: 'accepted' }> => e.ev === 'accepted' && e.key === undefined).sort((a, b) => a.t0 - b.t0);
+  injects.forEach((f, i) => {
+    const record = faultLog[i]!;
+    const from = f.kind === 'store' ? heals.get(f.id) ?? windowEnd : f.t;
+    const until = injects[i + 1]?.t ?? windowEnd;
+    let held = -Infinity;
+    for (const a of accepted) if (a.t0 <= f.t) held = Math.max(held, a.token);
+    const first = accepted.find((a) => a.token > held && a.t0 > f.t && a.t0 < until);
+    if (first) {
+      record.unavailableMs = round1(Math.max(0, first.t0 - from));
+      const l = leaderships.find((x) => x.identity === first.from && x.term === first.token);
+      if (l) record.next = { identity: l.identity, term: l.term, toAcquireMs: round1(l.acquireStart - from), acquireMs: round1(l.electedAt - l.acquireStart), toWriteMs: round1(first.t0 - l.electedAt) };
+    } else {
+      record.unavailableMs = round1(gaps.filter((g) => g.fault?.id === f.id).reduce((sum, g) => sum + g.afterHealMs, 0));
+    }
+  });
+
   // 8. Did the faults bite? A clock jump must show in the target's wall samples; a stall must
   //    have run; while the store is broken, no renewal sent after the break may succeed.
   const faultsNotSeen: string[] = [];
@@ -260,6 +293,16 @@ export function check(
       const detail = healDetails.get(f.id) ?? 'never answered';
       const ledNext = events.some((e) => e.ev === 'elected' && e.t > f.t);
       if (!detail.startsWith('handed') || !ledNext) faultsNotSeen.push(`handover #${f.id} ${f.variant}: ${detail}${ledNext ? '' : '; the target never logged an election'}`);
+    } else if (f.kind === 'partition' || f.kind === 'link' || f.kind === 'load') {
+      // Kernel-level faults (--net netns) report what their rules did; a load fault its hogs' CPU.
+      const detail = healDetails.get(f.id) ?? '';
+      const dropped = Number(/dropped (\d+)/.exec(detail)?.[1] ?? NaN);
+      const delayed = Number(/delayed (\d+)/.exec(detail)?.[1] ?? NaN);
+      const cpu = Number(/cpu (\d+) ms/.exec(detail)?.[1] ?? NaN);
+      const netns = /dropped|delayed/.test(detail);
+      if (f.kind === 'load' && !(cpu >= 0.5 * f.holdMs)) faultsNotSeen.push(`load #${f.id}: the hogs ran ${cpu} ms of CPU in a ${Math.round(f.holdMs)} ms hold (less than half a core)`);
+      if (f.kind === 'link' && f.variant.startsWith('delay') && !(delayed > 0)) faultsNotSeen.push(`link #${f.id} (${f.variant}) on ${f.target}: no packet was delayed`);
+      if (f.kind !== 'load' && (f.kind === 'link' ? f.variant.startsWith('loss') : netns) && !(dropped > 0)) faultsNotSeen.push(`${f.kind} #${f.id} (${f.variant}) on ${f.target}: no packet was dropped`);
     } else if (f.kind === 'store' && !f.variant.startsWith('member-')) {
       // (A member fault on a cluster is meant to be survived: renewals through the other
       // members are the point, so it is not required to stop them.)
@@ -293,6 +336,7 @@ export function check(
     leaseOverlapMs: round1(leaseOverlapMs),
     leaseOverlaps: spanOut(leaseSpans),
     rttMs,
+    rttAllMs,
     boundMs,
     maxLeaderlessMs: Math.max(0, ...gaps.map((g) => g.afterHealMs)),
     gaps,

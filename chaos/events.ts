@@ -43,10 +43,14 @@ export type RegisterEvent =
   | { ev: 'rejected'; t: number; token: number; from: string; newest: number; key?: string };
 
 /** FaultKind names a kind of fault the harness injects. */
-export type FaultKind = 'kill' | 'pause' | 'store' | 'partition' | 'clock' | 'stall' | 'handover';
+export type FaultKind = 'kill' | 'pause' | 'store' | 'partition' | 'clock' | 'stall' | 'handover' | 'link' | 'load';
 
-/** FAULT_KINDS lists every fault kind, in the order reports show them. */
-export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'store', 'partition', 'clock', 'stall', 'handover'];
+/**
+ * FAULT_KINDS lists every fault kind, in the order reports show them. `link` (a slow or lossy
+ * link) needs `--net netns`; `link` and `load` are used only when named, so `--faults all` (and
+ * every seed drawn from it) is what it was before they existed.
+ */
+export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'store', 'partition', 'clock', 'stall', 'handover', 'link', 'load'];
 
 /** HarnessEvent is one line of the harness's log. */
 export type HarnessEvent =

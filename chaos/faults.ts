@@ -7,7 +7,11 @@
  * target roles (leader or standby); which process is leader at that moment is up to the run.
  * Kinds come in shuffled rounds, so every kind appears once before any appears twice.
  */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { monoMs, sleepMs } from './clock.js';
+import type { LinkVariant, NetTopology, PartitionVariant } from '../infra/netns.js';
 import type { FaultKind, HarnessEvent, JsonlWriter } from './events.js';
 import type { Fleet } from './fleet.js';
 import type { PartitionMode, PartitionProxy } from '../infra/proxy.js';
@@ -46,7 +50,7 @@ export function offsetMs(offset: string): number {
 }
 
 /** planFaults yields the seeded fault schedule for the given kinds, without end. */
-export function* planFaults(random: Random, kinds: readonly FaultKind[], timing: ChaosTiming): Generator<FaultPlan> {
+export function* planFaults(random: Random, kinds: readonly FaultKind[], timing: ChaosTiming, options: { atLeader?: boolean } = {}): Generator<FaultPlan> {
   const lease = timing.leaseDurationMs;
   let round: FaultKind[] = [];
   for (let id = 1; ; id++) {
@@ -54,7 +58,8 @@ export function* planFaults(random: Random, kinds: readonly FaultKind[], timing:
     const kind = round.shift()!;
     const settleMs = lease * random.between(0.5, 1);
     const holdDraw = random.next();
-    const atLeader = random.chance(0.8);
+    // Drawn either way, so that --at-leader changes nothing else in the schedule.
+    const atLeader = random.chance(0.8) || options.atLeader === true;
     const pick = random.next();
     const variantDraw = random.next();
     let holdMs: number;
@@ -85,11 +90,17 @@ export interface FaultContext {
   wallOffsets?: string[];
   /** The run's lock (handover faults ask for its directed handover). */
   lock: string;
+  /** The variants `partition` faults draw from (loopback: blackhole, reset; netns: PARTITION_VARIANTS). */
+  partitionVariants: readonly string[];
+  /** The variants `link` faults draw from (netns only). */
+  linkVariants?: readonly string[];
+  /** --net netns: every process on its own host; slot i is host `c<i>`, the store `store`. */
+  net?: NetTopology;
 }
 
 /** FaultInjector applies planned faults and counts them by kind. */
 export class FaultInjector {
-  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0, handover: 0 };
+  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0, handover: 0, link: 0, load: 0 };
   /** The harness's own handle on the store, for handover faults (opened on first use). */
   private handle?: Promise<LeaseStore>;
 
@@ -153,7 +164,19 @@ export class FaultInjector {
         await sleepMs(plan.holdMs);
         return heal();
       case 'partition': {
-        const mode: PartitionMode = plan.variantDraw < 0.5 ? 'blackhole' : 'reset';
+        const variants = this.ctx.partitionVariants;
+        const variant = variants[Math.floor(plan.variantDraw * variants.length)]!;
+        const net = this.ctx.net;
+        if (net) {
+          // Kernel-level: DROP rules in the target host's own namespace (infra/netns.ts). Only
+          // `isolate` cuts the register too; its held writes arrive after the heal, to be fenced.
+          net.partition(`c${slot}`, variant as PartitionVariant, 'store');
+          inject(variant);
+          await sleepMs(plan.holdMs);
+          const { droppedPackets } = await net.heal(`c${slot}`);
+          return heal(`dropped ${droppedPackets}`);
+        }
+        const mode = variant as PartitionMode;
         const links = this.ctx.proxies?.[slot!];
         if (!links) throw new Error('partition faults need a network store');
         inject(mode);
@@ -164,6 +187,30 @@ export class FaultInjector {
         links.store.heal();
         links.register.heal();
         return heal();
+      }
+      case 'link': {
+        const net = this.ctx.net;
+        const variants = this.ctx.linkVariants;
+        if (!net || !variants) throw new Error('link faults need --net netns');
+        const variant = variants[Math.floor(plan.variantDraw * variants.length)]!;
+        await net.degrade(`c${slot}`, variant as LinkVariant);
+        inject(variant);
+        await sleepMs(plan.holdMs);
+        const c = await net.heal(`c${slot}`);
+        return heal(`dropped ${c.droppedPackets}, delayed ${c.delayedPackets}`);
+      }
+      case 'load': {
+        // A loaded host: one busy process per core beside the candidates (and the store), then
+        // the leader is killed, so the failover is timed under load (RELIABILITY finding 9).
+        const hogs = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+        await sleepMs(300);
+        inject('kill under load');
+        await fleet.kill(slot!);
+        await sleepMs(plan.holdMs);
+        fleet.spawn(slot!);
+        const cpuMs = hogs.reduce((sum, h) => sum + cpuMsOf(h.pid), 0);
+        for (const h of hogs) h.kill('SIGKILL');
+        return heal(`restarted as ${fleet.identityOf(slot!)}; ${hogs.length} hogs, cpu ${Math.round(cpuMs)} ms`);
       }
       case 'handover': {
         // A directed handover to a standby, asked through the store as `baton handover` would:
@@ -219,5 +266,17 @@ export class FaultInjector {
     for (let i = 0; i < fleet.size; i++) if (i !== leader && fleet.alive(i)) others.push(i);
     if (others.length === 0) return leader ?? 0;
     return others[Math.floor(plan.pick * others.length)]!;
+  }
+}
+
+/** cpuMsOf is the CPU time (user + system) a live process has used, from /proc; 0 if gone. */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command name), in ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
   }
 }

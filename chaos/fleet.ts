@@ -38,6 +38,10 @@ export interface FleetOptions {
   register?: boolean;
   /** storeUrlFor gives slot i's store URL (through its proxy for network stores). */
   storeUrlFor(slot: number): string;
+  /** The register's address (default 127.0.0.1). */
+  registerHost?: string;
+  /** wrap runs slot i's command elsewhere (--net netns: `ip netns exec` on the slot's host). */
+  wrap?(slot: number, bin: string, args: string[]): { bin: string; args: string[] };
   /** Wall-clock offsets (libfaketime syntax, e.g. "+1h") per slot; undefined runs without libfaketime. */
   wallOffsets?: string[];
   log: JsonlWriter<HarnessEvent>;
@@ -101,6 +105,7 @@ export class Fleet {
       lock: o.lock,
       identity: s.identity,
       registerPort: o.registerPortFor(slot),
+      ...(o.registerHost ? { registerHost: o.registerHost } : {}),
       logPath: join(o.dir, `${s.identity}.jsonl`),
       ...o.timing,
       writeEveryMs: o.writeEveryMs,
@@ -121,7 +126,9 @@ export class Fleet {
       });
       delete env.FAKETIME;
     }
-    const child = spawn(process.execPath, ['--import', 'tsx', CANDIDATE], {
+    const command = { bin: process.execPath, args: ['--import', 'tsx', CANDIDATE] };
+    const { bin, args } = o.wrap ? o.wrap(slot, command.bin, command.args) : command;
+    const child = spawn(bin, args, {
       cwd: ROOT,
       env,
       stdio: ['pipe', 'ignore', 'pipe'],

@@ -7,6 +7,7 @@ import { parseDuration } from '../src/core/duration.js';
 import { InvalidConfigError, UsageError } from '../src/core/errors.js';
 import { resolveTiming } from '../src/core/options.js';
 import { FAULT_KINDS, type FaultKind } from './events.js';
+import { LINK_VARIANTS, PARTITION_VARIANTS } from '../infra/netns.js';
 import { STORE_KINDS, isRegistered, type ChaosStoreKind, type ChaosTiming } from './stores.js';
 
 /** ChaosOptions is a validated chaos command line. */
@@ -26,7 +27,24 @@ export interface ChaosOptions {
   keepLogs: boolean;
   /** Re-check the logs of an earlier run instead of running. */
   checkDir?: string;
+  /** Where the processes run: all on loopback with partition proxies (default), or each on its own host (infra/netns.ts). */
+  net: NetMode;
+  /** Which partition variants `partition` faults use (netns: two-way, leader-to-store, store-to-leader, isolate; loopback: blackhole, reset). */
+  partitionVariants: readonly string[];
+  /** Which link variants `link` faults use (netns only). */
+  linkVariants: readonly string[];
+  /** Stop after this many faults (the matrix's trials) instead of after --duration. */
+  trials?: number;
+  /** Aim every fault at the leader (the matrix: every trial must depose someone). */
+  atLeader: boolean;
 }
+
+/** NetMode is where a run's processes live. */
+export type NetMode = 'loopback' | 'netns';
+/** LOOPBACK_PARTITIONS are the proxy's ways to cut (infra/proxy.ts), in the order seeds draw them. */
+export const LOOPBACK_PARTITIONS = Object.freeze(['blackhole', 'reset']);
+/** NETNS_KINDS are the store kinds whose server can run on a host of its own. */
+export const NETNS_KINDS = Object.freeze(['postgres', 'redis', 'nats']);
 
 /** PARTITION_NEEDS_NETWORK explains why partitions skip SQLite. */
 const PARTITION_NEEDS_NETWORK = 'candidates reach the database file through the local filesystem; there is no network path to cut';
@@ -49,6 +67,11 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
     .option('--json <file>', 'write the full result as JSON')
     .option('--keep-logs', 'keep the run\'s logs even when it passes')
     .option('--check <dir>', 're-check the logs an earlier run kept, without running')
+    .option('--net <mode>', 'loopback (default: one host, partition proxies) or netns (a network namespace per process, kernel-level faults; root)', 'loopback')
+    .option('--partition <list>', `partition variants (netns: ${PARTITION_VARIANTS.join(', ')}; loopback: ${LOOPBACK_PARTITIONS.join(', ')}); default all`)
+    .option('--link <list>', `link variants for link faults (${LINK_VARIANTS.join(', ')}); default all`)
+    .option('--trials <n>', 'stop after n faults instead of after --duration')
+    .option('--at-leader', 'aim every fault at the leader (default: 80 % of them)')
     .exitOverride()
     .configureOutput({ writeErr: () => {}, writeOut: (s) => process.stdout.write(s) })
     .allowExcessArguments(false);
@@ -83,14 +106,25 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
   const shardsText = text('shards');
   const shards = shardsText === undefined ? undefined : Number(shardsText);
   if (shards !== undefined && !(Number.isInteger(shards) && shards >= 1 && shards <= 256)) throw new UsageError(`chaos: --shards must be a whole number from 1 to 256, got "${shardsText}"`);
+  const net = text('net') as NetMode;
+  if (net !== 'loopback' && net !== 'netns') throw new UsageError(`chaos: --net must be loopback or netns, got "${net}"`);
+  if (net === 'netns' && !checkDir && !NETNS_KINDS.includes(kind.name)) throw new UsageError(`chaos: --net netns runs ${NETNS_KINDS.join(', ')} (not ${kind.name})`);
+  const trialsText = text('trials');
+  const trials = trialsText === undefined ? undefined : Number(trialsText);
+  if (trials !== undefined && !(Number.isInteger(trials) && trials >= 1 && trials <= 10_000)) throw new UsageError(`chaos: --trials must be a whole number from 1 to 10000, got "${trialsText}"`);
   const writeEveryMs = parseDuration(text('writeEvery') ?? (shards ? '20ms' : '5ms'), '--write-every');
   if (writeEveryMs < 1) throw new UsageError('chaos: --write-every must be at least 1ms');
   return {
     kind,
     candidates,
     durationMs: parseDuration(text('duration')!, '--duration'),
-    faults: parseFaults(text('faults')!, kind, shards),
+    faults: parseFaults(text('faults')!, kind, shards, net),
     storeFaults: parseStoreFaults(text('storeFaults'), kind),
+    net,
+    partitionVariants: parseVariants('--partition', text('partition'), net === 'netns' ? PARTITION_VARIANTS : LOOPBACK_PARTITIONS),
+    linkVariants: parseVariants('--link', text('link'), LINK_VARIANTS),
+    trials,
+    atLeader: o.atLeader === true,
     seed,
     timing: {
       leaseDurationMs: timing.leaseDurationMs,
@@ -107,9 +141,17 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
   };
 }
 
-/** applicableFaults lists the fault kinds that make sense for a store kind. */
+/** applicableFaults lists the fault kinds `--faults all` means for a store kind (link and load only when named). */
 export function applicableFaults(kind: ChaosStoreKind, shards?: number): FaultKind[] {
-  return FAULT_KINDS.filter((k) => (k !== 'partition' || kind.network) && (k !== 'handover' || handoverApplies(kind, shards)));
+  return FAULT_KINDS.filter((k) => k !== 'link' && k !== 'load' && (k !== 'partition' || kind.network) && (k !== 'handover' || handoverApplies(kind, shards)));
+}
+
+function parseVariants(flag: string, list: string | undefined, known: readonly string[]): readonly string[] {
+  if (list === undefined) return known;
+  const words = [...new Set(list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean))];
+  for (const w of words) if (!known.includes(w)) throw new UsageError(`chaos: ${flag}: "${w}" is not one of ${known.join(', ')}`);
+  if (words.length === 0) throw new UsageError(`chaos: ${flag} is empty (choose from ${known.join(', ')})`);
+  return known.filter((w) => words.includes(w));
 }
 
 /** handoverApplies: directed handovers (core/handover.ts) exist on compare-and-set stores, for single elections. */
@@ -128,7 +170,7 @@ function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): reado
   return known.filter((w) => words.includes(w));
 }
 
-function parseFaults(list: string, kind: ChaosStoreKind, shards?: number): FaultKind[] {
+function parseFaults(list: string, kind: ChaosStoreKind, shards: number | undefined, net: NetMode): FaultKind[] {
   const words = list.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
   if (words.length === 1 && words[0] === 'all') return applicableFaults(kind, shards);
   if (words.length === 1 && words[0] === 'none') return [];
@@ -136,6 +178,7 @@ function parseFaults(list: string, kind: ChaosStoreKind, shards?: number): Fault
   for (const w of words) {
     if (!(FAULT_KINDS as readonly string[]).includes(w)) throw new UsageError(`chaos: --faults: "${w}" is not a fault kind (${FAULT_KINDS.join(', ')}, all, none)`);
     if (w === 'partition' && !kind.network) throw new UsageError(`chaos: --faults: partition does not apply to ${kind.name}: ${PARTITION_NEEDS_NETWORK}`);
+    if (w === 'link' && net !== 'netns') throw new UsageError('chaos: --faults: link needs --net netns (a slow or lossy link between hosts)');
     if (w === 'handover' && !handoverApplies(kind, shards)) throw new UsageError(`chaos: --faults: handover does not apply to ${kind.name}${shards !== undefined ? ' with --shards' : ''}: directed handover is for single elections on compare-and-set stores`);
     if (!out.includes(w as FaultKind)) out.push(w as FaultKind);
   }

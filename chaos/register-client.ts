@@ -1,6 +1,6 @@
 /**
- * RegisterClient speaks the register's line protocol (chaos/register.ts) over one loopback
- * connection, one request at a time, answers in order.
+ * RegisterClient speaks the register's line protocol (chaos/register.ts) over one TCP
+ * connection (loopback, or the register host's address under --net netns), one request at a time, answers in order.
  */
 import { connect, type Socket } from 'node:net';
 
@@ -10,13 +10,16 @@ export class RegisterClient {
   private buffered = '';
   private waiting: ((line: string) => void)[] = [];
 
-  constructor(readonly port: number) {}
+  constructor(
+    readonly port: number,
+    readonly host = '127.0.0.1',
+  ) {}
 
   /** connect opens (or reopens) the connection; a lost connection fails the requests in flight. */
   connect(): Promise<void> {
     this.buffered = '';
     return new Promise((resolve, reject) => {
-      const s = connect({ host: '127.0.0.1', port: this.port }, () => resolve());
+      const s = connect({ host: this.host, port: this.port }, () => resolve());
       s.setNoDelay(true);
       // Events of a connection already replaced must not fail the new one's requests.
       s.on('error', (err) => {

@@ -1,7 +1,7 @@
 /**
  * The fenced register: the downstream system a leader acts on, run as its own process by the
- * harness (`node --import tsx chaos/register.ts LOGFILE`). It prints `PORT <n>` once listening
- * on loopback.
+ * harness (`node --import tsx chaos/register.ts LOGFILE [HOST]`). It prints `PORT <n>` once
+ * listening on HOST (default loopback; --net netns: its own host's address).
  *
  * It is linearizable because it is one single-threaded process that handles each line to
  * completion before the next. A write is accepted only if its fencing token is not older than
@@ -103,7 +103,7 @@ function shutdown(then?: () => void): void {
   setTimeout(() => process.exit(0), 200).unref();
 }
 
-server.listen(0, '127.0.0.1', () => {
+server.listen(0, process.argv[3] ?? '127.0.0.1', () => {
   process.stdout.write(`PORT ${(server.address() as { port: number }).port}\n`);
 });
 // The harness owns this process: when it goes away (stdin closes) or asks us to stop, flush and exit.

@@ -29,8 +29,10 @@ import { checkShardRun } from './shard-check.js';
 import { JsonlWriter, type HarnessEvent } from './events.js';
 import { FaultInjector, WALL_OFFSETS, planFaults, type CandidateLinks } from './faults.js';
 import { Fleet } from './fleet.js';
-import { parseChaosArgs, type ChaosOptions } from './options.js';
+import { LOOPBACK_PARTITIONS, parseChaosArgs, type ChaosOptions } from './options.js';
+import { LINK_VARIANTS, PARTITION_VARIANTS } from '../infra/netns.js';
 import { PartitionProxy } from '../infra/proxy.js';
+import { NetTopology } from '../infra/netns.js';
 import { Random } from './random.js';
 import { RegisterClient } from './register-client.js';
 import { renderReport } from './report.js';
@@ -54,28 +56,37 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     faultKinds: o.faults,
     command: replayCommand(o),
     ...(o.shards ? { shards: o.shards } : {}),
+    ...(o.net === 'netns' ? { net: o.net } : {}),
   };
   writeFileSync(join(dir, 'run.json'), JSON.stringify(meta, null, 2));
   const log = new JsonlWriter<HarnessEvent>(join(dir, 'harness.jsonl'));
-  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates${o.shards ? ` × ${o.shards} shards` : ''}, ${exactDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
+  process.stderr.write(`chaos: ${o.kind.name}, seed ${o.seed}, ${o.candidates} candidates${o.shards ? ` × ${o.shards} shards` : ''}, ${o.trials !== undefined ? `${o.trials} trial(s)` : exactDuration(o.durationMs)} of ${o.faults.join(', ') || 'no faults'}; logs in ${dir}\n`);
+
+  // --net netns: every candidate, the store and the register on a host of its own (infra/netns.ts).
+  let net: NetTopology | undefined;
+  if (o.net === 'netns') {
+    net = NetTopology.create([...Array.from({ length: o.candidates }, (_, i) => `c${i}`), 'store', 'register']);
+    cleanups.push(() => net!.destroy());
+  }
 
   let store: RunningStore;
   try {
-    store = await o.kind.start(dir);
+    store = net ? await o.kind.startPlaced!(net.host('store').address, (bin, args) => net!.wrap('store', bin, args)) : await o.kind.start(dir);
   } catch (err) {
     throw new StoreUnavailableError(`chaos: the ${o.kind.name} server did not start: ${errorMessage(err)}`);
   }
   cleanups.push(() => store.stop());
 
-  const registerPort = await startRegister(join(dir, 'register.jsonl'));
-  const register = new RegisterClient(registerPort);
+  const registerHost = net?.host('register').address;
+  const registerPort = await startRegister(join(dir, 'register.jsonl'), net && ((bin, args) => net!.wrap('register', bin, args)), registerHost);
+  const register = new RegisterClient(registerPort, registerHost);
   await register.connect();
   cleanups.push(() => register.close());
 
   // Network stores: each candidate reaches the store, and the register, through its own proxies,
   // so a partition cuts it off from both, as a real network partition would.
   let proxies: CandidateLinks[] | undefined;
-  if (store.port !== undefined) {
+  if (store.port !== undefined && !net) {
     proxies = [];
     for (let i = 0; i < o.candidates; i++) {
       const links = { store: new PartitionProxy(store.port), register: new PartitionProxy(registerPort) };
@@ -94,6 +105,8 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     shards: o.shards,
     register: o.faults.includes('handover'),
     registerPortFor: (slot) => (proxies ? proxies[slot]!.register.port : registerPort),
+    registerHost,
+    wrap: net && ((slot, bin, args) => net!.wrap(`c${slot}`, bin, args)),
     timing: o.timing,
     writeEveryMs: o.writeEveryMs,
     storeUrlFor: (slot) => (proxies ? store.urlVia(proxies[slot]!.store.port) : store.url),
@@ -111,15 +124,28 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   }
   log.write({ ev: 'window', t: monoMs(), edge: 'start', hostSkewMs: Date.now() - monoMs() });
 
-  const injector = new FaultInjector({ fleet, store, storeFaults: o.storeFaults, proxies, register, log, wallOffsets, lock: LOCK });
+  const injector = new FaultInjector({
+    fleet,
+    store,
+    storeFaults: o.storeFaults,
+    proxies,
+    register,
+    log,
+    wallOffsets,
+    lock: LOCK,
+    partitionVariants: o.partitionVariants,
+    linkVariants: o.linkVariants,
+    net,
+  });
   cleanups.push(() => injector.close());
-  const endAt = monoMs() + o.durationMs;
+  const endAt = o.trials === undefined ? monoMs() + o.durationMs : 0;
   if (o.faults.length > 0) {
-    for (const plan of planFaults(new Random(o.seed), o.faults, o.timing)) {
+    for (const plan of planFaults(new Random(o.seed), o.faults, o.timing, { atLeader: o.atLeader })) {
+      if (o.trials !== undefined && plan.id > o.trials) break;
       await injector.settle(plan, 4 * (o.timing.leaseDurationMs + o.timing.retryPeriodMs));
       // --duration is a minimum: the first round always completes, so every kind is tried once.
       const roundDone = o.faults.every((k) => injector.counts[k] > 0);
-      if (roundDone && monoMs() + plan.holdMs > endAt) break;
+      if (o.trials === undefined && roundDone && monoMs() + plan.holdMs > endAt) break;
       await injector.run(plan);
     }
   }
@@ -138,9 +164,11 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   return meta.shards ? checkShardRun(dir, meta) : checkRun(dir, meta);
 }
 
-/** startRegister runs chaos/register.ts as its own process and resolves with its port. */
-function startRegister(logPath: string): Promise<number> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./register.ts', import.meta.url)), logPath], {
+/** startRegister runs chaos/register.ts as its own process (on its own host under --net netns) and resolves with its port. */
+function startRegister(logPath: string, wrap?: (bin: string, args: string[]) => { bin: string; args: string[] }, host?: string): Promise<number> {
+  const command = { bin: process.execPath, args: ['--import', 'tsx', fileURLToPath(new URL('./register.ts', import.meta.url)), logPath, ...(host ? [host] : [])] };
+  const { bin, args } = wrap ? wrap(command.bin, command.args) : command;
+  const child: ChildProcess = spawn(bin, args, {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -164,9 +192,13 @@ function replayCommand(o: ChaosOptions): string {
   return [
     'npm run chaos --',
     `--store ${o.kind.name}`,
+    ...(o.net !== 'loopback' ? [`--net ${o.net}`] : []),
     `--candidates ${o.candidates}`,
-    `--duration ${exactDuration(o.durationMs)}`,
+    o.trials !== undefined ? `--trials ${o.trials}` : `--duration ${exactDuration(o.durationMs)}`,
     `--faults ${o.faults.join(',') || 'none'}`,
+    ...(o.faults.includes('partition') && o.partitionVariants.length < (o.net === 'netns' ? PARTITION_VARIANTS.length : LOOPBACK_PARTITIONS.length) ? [`--partition ${o.partitionVariants.join(',')}`] : []),
+    ...(o.faults.includes('link') && o.linkVariants.length < LINK_VARIANTS.length ? [`--link ${o.linkVariants.join(',')}`] : []),
+    ...(o.atLeader ? ['--at-leader'] : []),
     ...(o.storeFaults.join(',') !== o.kind.storeFaults.join(',') ? [`--store-faults ${o.storeFaults.join(',')}`] : []),
     `--seed ${o.seed}`,
     `--lease ${t.leaseDurationMs}ms --renew-deadline ${t.renewDeadlineMs}ms --retry-period ${t.retryPeriodMs}ms`,

@@ -75,6 +75,11 @@ export interface ChaosStoreKind {
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
   start(dir: string): Promise<RunningStore>;
+  /**
+   * startPlaced runs the server on a host of its own (--net netns, infra/netns.ts): listening on
+   * `host`, its command run through `wrap`. Kinds without it cannot run in that mode.
+   */
+  readonly startPlaced?: (host: string, wrap: (bin: string, args: string[]) => { bin: string; args: string[] }) => Promise<RunningStore>;
   /** A URL the store's parser accepts without any environment, to tell it is registered. Default `<scheme>://127.0.0.1:1`. */
   readonly probeUrl?: string;
   /** The ways a `store` fault breaks it (its RunningStore's faultVariants); `--store-faults` picks among them. */
@@ -97,10 +102,10 @@ const SHORT: ChaosTiming = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryP
 /** STORE_KINDS lists every store a chaos run can target. */
 export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.freeze({
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite, storeFaults: SQLITE_FAULTS },
-  postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()), storeFaults: SERVER_FAULTS },
-  redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()), storeFaults: SERVER_FAULTS },
+  postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()), startPlaced: (host, wrap) => startServer(new PostgresServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
+  redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()), startPlaced: (host, wrap) => startServer(new RedisServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()), storeFaults: SERVER_FAULTS },
-  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()), storeFaults: SERVER_FAULTS },
+  nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()), startPlaced: (host, wrap) => startServer(new NatsServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
   // lease can outlive its TTL by up to 500 ms: the retry period is chosen longer than that, so

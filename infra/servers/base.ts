@@ -57,21 +57,21 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** waitForPort resolves once something accepts TCP connections on 127.0.0.1:port. */
-export async function waitForPort(port: number, timeoutMs = 20_000, child?: ChildProcess): Promise<void> {
+/** waitForPort resolves once something accepts TCP connections on host:port (default 127.0.0.1). */
+export async function waitForPort(port: number, timeoutMs = 20_000, child?: ChildProcess, host = '127.0.0.1'): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     // A server killed by a signal (a crash) has no exit code, only a signal code.
     if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`server exited with ${child.exitCode ?? child.signalCode} before listening on ${port}`);
     const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => {
+      const s = connect({ host, port }, () => {
         s.destroy();
         resolve(true);
       });
       s.on('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs}ms`);
+    if (Date.now() > until) throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs}ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -91,6 +91,9 @@ export abstract class ManagedServer {
   protected child?: ChildProcess;
   private paused = false;
   log = '';
+  /** The address the server listens on: loopback unless placed on a host (see place). */
+  host = '127.0.0.1';
+  private wrap?: (bin: string, args: string[]) => { bin: string; args: string[] };
 
   constructor(readonly name: string) {
     this.dir = mkdtempSync(join(tmpdir(), `baton-${name}-`));
@@ -102,7 +105,18 @@ export abstract class ManagedServer {
   protected async prepare(): Promise<void> {}
   /** Resolves once the server answers. */
   protected async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
+    await waitForPort(this.port, 30_000, this.child, this.host);
+  }
+
+  /**
+   * place runs the server on another host (chaos --net netns: infra/netns.ts): listening on
+   * `host`, its command run through `wrap` (`ip netns exec …`). Servers that support it use
+   * this.host in their command line; call before start().
+   */
+  place(host: string, wrap: (bin: string, args: string[]) => { bin: string; args: string[] }): this {
+    this.host = host;
+    this.wrap = wrap;
+    return this;
   }
 
   /** killNow sends SIGKILL to the server's group synchronously (used at process exit). */
@@ -118,7 +132,13 @@ export abstract class ManagedServer {
       this.port = await freePort();
       await this.prepare();
     }
-    const { bin, args, uid, gid, env } = this.command();
+    let { bin, args, uid, gid, env } = this.command();
+    if (this.wrap) {
+      // `ip netns exec` needs root: drop to the server's user after entering the namespace.
+      const user = uid === undefined ? [] : ['setpriv', `--reuid=${uid}`, `--regid=${gid ?? uid}`, '--clear-groups', '--'];
+      ({ bin, args } = this.wrap(user[0] ?? bin, [...user.slice(1), ...(user.length ? [bin] : []), ...args]));
+      uid = gid = undefined;
+    }
     this.log = '';
     // Its own process group, so pause/kill reach every process of the server (postgres forks a
     // backend per connection). Not unref'd: `await kill()` waits for its 'exit', and an unref'd

@@ -13,7 +13,7 @@ export class NatsServer extends ManagedServer {
     requireBinary(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server');
   }
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `nats://${this.host}:${this.port}`;
   }
   protected override async prepare(): Promise<void> {
     this.monitorPort = await freePort();
@@ -21,18 +21,18 @@ export class NatsServer extends ManagedServer {
   protected override command() {
     return {
       bin: requireBinary(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server'),
-      args: ['-a', '127.0.0.1', '-p', String(this.port), '-m', String(this.monitorPort), '-js', '-sd', join(this.dir, 'jetstream'), '--server_name', 'baton-test'],
+      args: ['-a', this.host, '-p', String(this.port), '-m', String(this.monitorPort), '-js', '-sd', join(this.dir, 'jetstream'), '--server_name', 'baton-test'],
     };
   }
   protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
+    await waitForPort(this.port, 30_000, this.child, this.host);
     // JetStream recovers its streams after the client port opens: wait until it says it is healthy.
     const until = Date.now() + 30_000;
     for (;;) {
       try {
-        const res = await fetch(`http://127.0.0.1:${this.monitorPort}/healthz?js-enabled-only=true`);
+        const res = await fetch(`http://${this.host}:${this.monitorPort}/healthz?js-enabled-only=true`);
         if (res.ok) {
-          const health = await fetch(`http://127.0.0.1:${this.monitorPort}/healthz`);
+          const health = await fetch(`http://${this.host}:${this.monitorPort}/healthz`);
           if (health.ok) return;
         }
       } catch {
@@ -44,7 +44,7 @@ export class NatsServer extends ManagedServer {
   }
   /** varz reads the server's /varz (counters for the bench: in_msgs, out_msgs…). */
   async varz(): Promise<Record<string, unknown>> {
-    const res = await fetch(`http://127.0.0.1:${this.monitorPort}/varz`);
+    const res = await fetch(`http://${this.host}:${this.monitorPort}/varz`);
     return (await res.json()) as Record<string, unknown>;
   }
 }

@@ -111,6 +111,10 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     [['--store', 'etcd-cluster', '--store-faults', ','], 64, /--store-faults is empty \(choose from member-kill, member-freeze, member-freeze-leader\)/],
     [['--store', 'zookeeper-ensemble', '--store-faults', 'member-freeze-leader'], 64, /"member-freeze-leader" is not a way to break zookeeper-ensemble \(member-kill, member-freeze\)/],
     [['--bogus'], 64, /unknown option '--bogus'/],
+    [['--store', 'redis', '--faults', 'link'], 64, /link needs --net netns/],
+    [['--store', 'etcd', '--net', 'netns'], 64, /--net netns runs postgres, redis, nats \(not etcd\)/],
+    [['--store', 'redis', '--net', 'netns', '--partition', 'blackhole'], 64, /--partition: "blackhole" is not one of two-way, leader-to-store, store-to-leader, isolate/],
+    [['--store', 'redis', '--trials', '0'], 64, /--trials must be a whole number from 1 to 10000/],
   ];
   for (const [args, code, message] of cases) {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/run.ts', ...args], { cwd: ROOT, encoding: 'utf8' });
@@ -118,6 +122,13 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     assert.match(r.stderr, message);
     assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
   }
+});
+
+test('chaos command line: link and load faults are used only when named, so --faults all keeps every seed', async () => {
+  const { parseChaosArgs } = await import('../../chaos/options.js');
+  assert.deepEqual(parseChaosArgs(['--store', 'redis']).faults, ['kill', 'pause', 'store', 'partition', 'clock', 'stall', 'handover']);
+  assert.deepEqual(parseChaosArgs(['--store', 'redis']).partitionVariants, ['blackhole', 'reset']);
+  assert.deepEqual(parseChaosArgs(['--store', 'redis', '--net', 'netns', '--faults', 'partition,link,load', '--link', 'loss-5pct']).linkVariants, ['loss-5pct']);
 });
 
 test('chaos command line: --store-faults narrows the ways a store fault breaks the store', async () => {
