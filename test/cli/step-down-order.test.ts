@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { BatonProcess, TempDir, cleanEnv, readChildLog, runCli, waitFor } from '../harness/cli.js';
+import { BatonProcess, SLOW_CHILD, TempDir, cleanEnv, readChildLog, runCli, waitFor } from '../harness/cli.js';
 
 const dir = new TempDir();
 const started: BatonProcess[] = [];
@@ -15,15 +15,6 @@ after(async () => {
   dir.remove();
 });
 
-// Like the harness's CHILD_SCRIPT, but its SIGTERM handler takes STOP_DELAY_MS to finish.
-const SLOW_CHILD = `
-const fs = require('node:fs');
-const e = process.env;
-const line = (kind) => fs.appendFileSync(e.CHILD_LOG, [kind, e.BATON_TERM, process.pid, process.hrtime.bigint(), Date.now(), e.BATON_IDENTITY].join(' ') + '\\n');
-process.on('SIGTERM', () => setTimeout(() => { line('stop'); process.exit(0); }, Number(e.STOP_DELAY_MS)));
-line('start');
-setInterval(() => {}, 1 << 30);
-`;
 
 test("baton release: the leader's command has exited before the standby's starts", async () => {
   const store = `sqlite:${dir.join('order.db')}`;

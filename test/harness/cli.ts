@@ -213,3 +213,13 @@ export function readChildLog(path: string): LogLine[] {
 export function lines(text: string): string[] {
   return text.split('\n').filter((l) => l.trim() !== '');
 }
+
+// Like the harness's CHILD_SCRIPT, but its SIGTERM handler takes STOP_DELAY_MS to finish.
+export const SLOW_CHILD = `
+const fs = require('node:fs');
+const e = process.env;
+const line = (kind) => fs.appendFileSync(e.CHILD_LOG, [kind, e.BATON_TERM, process.pid, process.hrtime.bigint(), Date.now(), e.BATON_IDENTITY].join(' ') + '\\n');
+process.on('SIGTERM', () => setTimeout(() => { line('stop'); process.exit(0); }, Number(e.STOP_DELAY_MS)));
+line('start');
+setInterval(() => {}, 1 << 30);
+`;

@@ -15,15 +15,7 @@
 import assert from 'node:assert/strict';
 import { BatonProcess, TempDir, cleanEnv, lines, readChildLog, runCli, waitFor, type LogLine } from './cli.js';
 
-// Like the harness's CHILD_SCRIPT, but its SIGTERM handler takes STOP_DELAY_MS to finish.
-const SLOW_CHILD = `
-const fs = require('node:fs');
-const e = process.env;
-const line = (kind) => fs.appendFileSync(e.CHILD_LOG, [kind, e.BATON_TERM, process.pid, process.hrtime.bigint(), Date.now(), e.BATON_IDENTITY].join(' ') + '\\n');
-process.on('SIGTERM', () => setTimeout(() => { line('stop'); process.exit(0); }, Number(e.STOP_DELAY_MS)));
-line('start');
-setInterval(() => {}, 1 << 30);
-`;
+import { SLOW_CHILD } from './cli.js';
 
 /** HandoverScenarioResult: the holders and terms seen after each handover. */
 export interface HandoverScenarioResult {

@@ -12,8 +12,9 @@
  *    once why; the record says why the last leader stepped down.
  */
 import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BatonProcess, TempDir, cleanEnv, delay, monoNs, pidAlive, readChildLog, runCli, waitFor } from './cli.js';
+import { BatonProcess, TempDir, cleanEnv, delay, lines, monoNs, pidAlive, readChildLog, runCli, waitFor } from './cli.js';
 
 /** CHILD_PY is the systemd-style child (a python3 script). */
 export const CHILD_PY = fileURLToPath(new URL('../fixtures/watchdog/child.py', import.meta.url));
@@ -99,5 +100,38 @@ export async function runHungScenario(options: { storeUrl: string; name: string;
     for (const b of batons.values()) b.signal('SIGTERM');
     await Promise.all([...batons.values()].map((b) => b.waitForExit(10_000).catch(() => b.kill())));
     dir.remove();
+  }
+}
+
+/**
+ * assertBadWatchdogFlags runs `baton <command…> FLAGS -- true` for each bad use of the hung-work
+ * flags (--progress-timeout, --health-*) and checks the answer: one line naming the flag, exit 64
+ * (a flag without the one it needs) or 78 (a bad value), and nothing made in TMPDIR or beside the
+ * store — the same rules for `baton run` and `baton shards`.
+ */
+export async function assertBadWatchdogFlags(command: (sqlitePath: string) => string[]): Promise<void> {
+  const home = new TempDir();
+  const tmp = home.join('tmp');
+  mkdirSync(tmp);
+  const env = cleanEnv(home.path, { TMPDIR: tmp });
+  const cases: [string[], number, RegExp][] = [
+    [['--progress-timeout', 'soon'], 78, /--progress-timeout/],
+    [['--progress-timeout', '10ms'], 78, /--progress-timeout: "10ms" must be between 100ms and 24h/],
+    [['--health-interval', '1s'], 64, /--health-interval needs --health-cmd/],
+    [['--health-failures', '2'], 64, /--health-failures needs --health-cmd/],
+    [['--health-cmd', 'true', '--health-failures', '0'], 78, /--health-failures: "0" is not a whole number/],
+    [['--health-cmd', ' '], 78, /--health-cmd: the command is empty/],
+  ];
+  try {
+    for (const [flags, code, message] of cases) {
+      const r = await runCli([...command(home.sqlite()), ...flags, '--', 'true'], { env });
+      assert.equal(r.code, code, `${flags.join(' ')}: ${r.stderr}`);
+      assert.equal(lines(r.stderr).length, 1, r.stderr);
+      assert.match(r.stderr, message);
+    }
+    assert.deepEqual(readdirSync(tmp), [], 'nothing made in TMPDIR');
+    assert.deepEqual(readdirSync(home.path).filter((n) => n.startsWith('baton')), [], 'no store file made');
+  } finally {
+    home.remove();
   }
 }
