@@ -21,6 +21,7 @@ import type { ChaosTiming, RunningStore } from './stores.js';
 import type { LeaseStore } from '../src/core/store.js';
 import { openStore } from '../src/stores/registry.js';
 import { requestHandover } from '../src/core/handover.js';
+import { readCandidate } from '../src/core/candidates.js';
 
 /** FaultPlan is one scheduled fault. Durations are in ms. */
 export interface FaultPlan {
@@ -65,6 +66,9 @@ export function* planFaults(random: Random, kinds: readonly FaultKind[], timing:
     let holdMs: number;
     if (kind === 'kill') holdMs = lease * (0.5 + holdDraw); // restart after
     else if (kind === 'clock') holdMs = Math.max(2500, lease); // libfaketime re-reads its file about once a second
+    // A handover's hold is its time limit, not a duration: it ends when answered. On a polling
+    // store each of its steps waits for a poll (about a retry period each), so give it room.
+    else if (kind === 'handover') holdMs = lease * 8;
     else holdMs = lease * (1.3 + 0.5 * holdDraw); // longer than a lease: someone must take over
     yield { id, kind, settleMs, holdMs, atLeader, pick, variantDraw };
   }
@@ -218,10 +222,12 @@ export class FaultInjector {
         this.handle ??= openStore(this.ctx.store.url);
         const store = await this.handle;
         inject(`to ${target}`);
+        const until = monoMs() + plan.holdMs;
+        // A standby restarted by the fault before registers as it starts: wait for its entry.
+        while (monoMs() < until && store.ledger && !(await readCandidate(store.ledger, this.ctx.lock, target!).catch(() => null))) await sleepMs(50);
         // A handover that finds the lease moving already (the failover of the fault before it,
         // on a loaded machine) answers `moved` or `not-held`: that is not the handover failing, so
         // it is asked again, up to three times within the hold, once a leader is writing again.
-        const until = monoMs() + plan.holdMs;
         let r = '';
         for (let attempt = 1; attempt <= 3; attempt++) {
           r = await requestHandover(store, this.ctx.lock, target!, { timeoutMs: Math.max(until - monoMs(), 500) }).then(
