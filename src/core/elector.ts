@@ -594,11 +594,13 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /**
    * handOff gives up `record` (a leadership that just ended on purpose: stop(), resign(), a
    * step-down asked for, no progress). With a registry (rule 6) it goes to the best live
-   * candidate — asked, accepted within half a renew deadline, given once the work has stopped;
+   * candidate — asked, accepted within half a lease (a renew deadline at most), given once the work has stopped;
    * otherwise, or if nobody accepts in time, it is released to the standbys' race as before.
    */
   private async handOff(record: LeaseRecord): Promise<void> {
-    const boundMs = this.timing.renewDeadlineMs / 2;
+    // The lease is not renewed meanwhile, and stays ours for others for a whole lease after our
+    // last write: waiting up to half of it for an acceptance delays nobody who could lead sooner.
+    const boundMs = Math.min(this.timing.leaseDurationMs / 2, this.timing.renewDeadlineMs);
     const successor = this.side ? await withDeadline(this.side.successor(), boundMs, this.clock).catch(() => undefined) : undefined;
     if (!successor) return this.release(record);
     // The acceptance is heard from the lock's watch (onNotify wakes handOffListeners), else polled.

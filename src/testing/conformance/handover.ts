@@ -57,12 +57,21 @@ export function handoverTests(o: ConformanceOptions): void {
         // Every candidate registered before the first handover is asked.
         await waitFor(async () => (await all[0]!.candidates()).length === 3, 5000, 'three registry entries');
         let term = all.find((e) => e.isLeader())!.term!;
+        // A round in which a lease was lost to a missed renewal (a loaded machine, not the
+        // handover) is asked again; more than five such rounds fail the test.
+        let disturbed = 0;
         for (let i = 0; i < 20; i++) {
-          const leader = all.find((e) => e.isLeader())!;
+          const leader = await waitFor(() => all.find((e) => e.isLeader()), t.leaseDurationMs * 4 + 3000, `round ${i}: a leader`);
           const others = all.filter((e) => e !== leader);
           const target = others[Math.floor(Math.random() * others.length)]!;
           const leaderTerm = leader.term!;
+          const mark = events.length;
           const r = await leader.handover(target.identity, { timeoutMs: t.leaseDurationMs * 6 });
+          if (r.outcome === 'moved' && events.slice(mark).some((x) => / (renew-deadline|lost)$/.test(x)) && ++disturbed <= 5) {
+            term = Math.max(term, ...all.map((e) => e.term ?? 0));
+            i--;
+            continue;
+          }
           assert.equal(r.outcome, "handed", `round ${i}: ${leader.identity} → ${target.identity}: ${r.outcome} ${JSON.stringify(r.record)} events: ${events.join(" | ")}`);
           assert.equal(r.record!.holder, target.identity);
           await waitFor(() => target.isLeader(), t.leaseDurationMs * 2, `round ${i}: ${target.identity} to lead`);
@@ -111,6 +120,9 @@ export function handoverTests(o: ConformanceOptions): void {
 
     it('a registered leader asked to step down, or stopped, hands over to the best live candidate, not to a race', async () => {
       const lock = uniqueLock('handover-best');
+      // Longer than the other parts' timing: a graceful stop waits for the successor's acceptance
+      // for a bounded time, and a loaded machine must not turn this into a release.
+      const slow = { leaseDurationMs: t.leaseDurationMs * 3, renewDeadlineMs: t.renewDeadlineMs * 3, retryPeriodMs: t.retryPeriodMs * 2 };
       // Every write whose holder is someone else than its writer and that assigns a term is a give.
       const gives: string[] = [];
       const recording = (store: LeaseStore, writer: string): LeaseStore =>
@@ -127,7 +139,7 @@ export function handoverTests(o: ConformanceOptions): void {
           },
         });
       const make = async (identity: string, priority: number) => {
-        const e = new LeaderElector({ store: recording(await handles.get(), identity), lock, identity, ...t, candidate: { priority } });
+        const e = new LeaderElector({ store: recording(await handles.get(), identity), lock, identity, ...slow, candidate: { priority } });
         e.on('storeError', () => {});
         electors.push(e);
         return e;
@@ -142,17 +154,17 @@ export function handoverTests(o: ConformanceOptions): void {
       cat.start();
       await waitFor(async () => (await ann.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
       // Asked to step down (as `baton release` asks): ben, the highest priority, leads next.
-      const out = await requestStepDown(await handles.get(), lock, { timeoutMs: t.leaseDurationMs * 6 });
+      const out = await requestStepDown(await handles.get(), lock, { timeoutMs: slow.leaseDurationMs * 6 });
       assert.equal(out.outcome, 'released');
-      await waitFor(() => ben.isLeader(), t.leaseDurationMs * 3, 'ben to lead after the step-down');
+      await waitFor(() => ben.isLeader(), slow.leaseDurationMs * 3, 'ben to lead after the step-down');
       assert.ok(ben.term! > first.term);
       assert.deepEqual(stops, ['ann step-down-requested']);
-      assert.deepEqual(gives, ['ann→ben'], 'ann gave the lease to ben: no release, no race');
+      assert.deepEqual(gives, ['ann→ben'], `ann gave the lease to ben: no release, no race (stops: ${stops.join(', ')})`);
       // Stopped: cat is the best of those left (ann ranks lowest).
       await ben.stop();
-      await waitFor(() => cat.isLeader(), t.leaseDurationMs * 3, 'cat to lead after ben stopped');
+      await waitFor(() => cat.isLeader(), slow.leaseDurationMs * 3, 'cat to lead after ben stopped');
       assert.equal(ann.isLeader(), false);
-      assert.deepEqual(gives, ['ann→ben', 'ben→cat']);
+      assert.deepEqual(gives, ['ann→ben', 'ben→cat'], `stops: ${stops.join(', ')}`);
     });
 
     it('a successor that dies between the give and the take is replaced by ordinary expiry', async () => {

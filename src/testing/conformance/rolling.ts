@@ -43,6 +43,11 @@ interface Roll {
   readonly transitions: number;
   readonly overlapSamples: number;
   readonly samples: number;
+  /**
+   * A term ended by a missed renewal ('renew-deadline') or a lost lease: the machine, not the
+   * rule under test, moved leadership. Such a roll is run again (see `rolled`).
+   */
+  readonly disturbed: boolean;
 }
 
 /**
@@ -100,7 +105,8 @@ export function rollingTests(o: ConformanceOptions): void {
       old.forEach((e) => e.start());
       await waitFor(() => old.some((e) => e.isLeader()), t.leaseDurationMs * 4 + 3000, 'a first leader');
       for (const e of old) await registered(e);
-      const first = old.find((e) => e.isLeader())!;
+      const first = old.find((e) => e.isLeader());
+      if (!first) return { leaders, shown: leaders, transitions: leaders.length - 1, overlapSamples, samples, disturbed: true };
       const [a, b] = old.filter((e) => e !== first);
       const byRole: Record<Role, LeaderElector> = { L: first, a: a!, b: b! };
       for (let i = 0; i < 3; i++) {
@@ -131,7 +137,21 @@ export function rollingTests(o: ConformanceOptions): void {
       const gap = end ? `, ${(electedAt.get(next)! - end.atMs).toFixed(0)} ms to the next` : '';
       return `${k} (${end?.reason ?? '?'}${gap})`;
     });
-    return { leaders, shown, transitions: leaders.length - 1, overlapSamples, samples };
+    const disturbed = [...ends.values()].some((e) => e.reason === 'renew-deadline' || e.reason === 'lost');
+    return { leaders, shown, transitions: leaders.length - 1, overlapSamples, samples, disturbed };
+  }
+
+  /**
+   * rolled runs a roll until one is not disturbed by the machine (a missed renewal on a loaded
+   * host), three tries at most; every try is checked for two leaders at once all the same.
+   */
+  async function rolled(mode: Mode, order: readonly Role[], first?: Roll): Promise<Roll> {
+    let r = first ?? (await roll(mode, order));
+    for (let attempt = 1; r.disturbed && attempt < 3; attempt++) {
+      assert.equal(r.overlapSamples, 0, `${mode} ${line(order, r)}: two candidates were isLeader() at once`);
+      r = await roll(mode, order);
+    }
+    return r;
   }
 
   const line = (order: readonly Role[], r: Roll) => `stop order ${order.join(',')}: ${r.transitions} transition(s): ${r.shown.join(' → ')}`;
@@ -154,13 +174,14 @@ export function rollingTests(o: ConformanceOptions): void {
         const rows: { order: string; roll: Roll }[] = [];
         results.set(mode, rows);
         for (const [i, order] of ORDERS.entries()) {
-          const r = rolls[i] ?? (await roll(mode, order));
+          const r = await rolled(mode, order, rolls[i]);
           rows.push({ order: order.join(','), roll: r });
-          tc.diagnostic(`${mode}: ${line(order, r)} (${r.samples} samples, ${r.overlapSamples} with two leaders)`);
+          tc.diagnostic(`${mode}: ${line(order, r)} (${r.samples} samples, ${r.overlapSamples} with two leaders${r.disturbed ? '; disturbed by missed renewals three times' : ''})`);
           // Sanity in every mode: never two leaders, and the roll ends led by a new instance.
           assert.equal(r.overlapSamples, 0, `${mode} ${line(order, r)}: two candidates were isLeader() at once`);
           assert.ok(r.transitions >= 1 && /^new-/.test(r.leaders.at(-1)!), `${mode} ${line(order, r)}: not led by a new instance at the end`);
           if (mode === 'newest') {
+            assert.ok(!r.disturbed, `${mode} ${line(order, r)}: three tries in a row lost a lease to a missed renewal (an overloaded machine)`);
             assert.equal(r.transitions, 1, `${mode} ${line(order, r)}`);
             assert.match(r.leaders[1]!, /^new-0@/, `${mode} ${line(order, r)}: the move went to the first new instance`);
           }
