@@ -56,7 +56,7 @@ interface Roll {
  * starts; once it is registered and has been present a retry period plus a refresh period, an old
  * one is stopped gracefully with `stop()`), in every order of termination of the old three.
  * Leadership transitions are the distinct (holder, term) pairs announced by `elected`, less the
- * first. With `prefer: 'newest'` there is exactly one in every order, to the first new instance,
+ * first. With `prefer: 'newest'` there is exactly one in every order, to a new instance,
  * and never two `isLeader()` at once. The same schedule is run with registered candidates but no
  * preference, and with no registry at all (release and race), and their counts are reported
  * beside it as test diagnostics.
@@ -183,7 +183,9 @@ export function rollingTests(o: ConformanceOptions): void {
           if (mode === 'newest') {
             assert.ok(!r.disturbed, `${mode} ${line(order, r)}: three tries in a row lost a lease to a missed renewal (an overloaded machine)`);
             assert.equal(r.transitions, 1, `${mode} ${line(order, r)}`);
-            assert.match(r.leaders[1]!, /^new-0@/, `${mode} ${line(order, r)}: the move went to the first new instance`);
+            // To a new instance: the first one when the preference rule moved it, or the best ranked
+            // (equal versions: the latest started) when the leader was stopped before the rule acted.
+            assert.match(r.leaders[1]!, /^new-/, `${mode} ${line(order, r)}: the move went to a new instance`);
           }
         }
       });
