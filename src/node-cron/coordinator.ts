@@ -82,8 +82,10 @@ interface TaskLock {
   readonly writer: CronWriter;
   elected?: ElectedEvent;
   fencedTerm?: number;
-  /** Claims run one at a time per lock, in the order the fires came. */
+  /** Claims run one at a time per lock, in slot order. */
   chain: Promise<unknown>;
+  /** Slots whose shouldRun is still waiting here (catch-up), not yet in `chain`. */
+  readonly waiting: Set<number>;
 }
 
 /**
@@ -122,16 +124,35 @@ export class NodeCronCoordinator implements RunCoordinator {
     const task = await this.task(name);
     const ledger = requireLedger(await this.store(), 'node-cron');
     const until = this.clock.monotonicMs() + Math.max(0, ttlMs);
-    for (;;) {
-      if (this.closed) return false;
-      const e = task.elected;
-      if (e && !e.signal.aborted && task.elector.isLeader()) return this.claimInOrder(task, ledger, key, slotMs, e);
-      const head = await readCronHead(ledger, task.lock);
-      if (head && head.lastSlotMs !== null && head.lastSlotMs >= slotMs) return false;
-      if (this.missed === 'skip' && task.elector.leader()?.holder) return false;
-      const left = until - this.clock.monotonicMs();
-      if (left <= 0) return false;
-      await this.waitForChange(task, Math.min(this.pollMs, left));
+    task.waiting.add(slotMs);
+    try {
+      for (;;) {
+        if (this.closed) return false;
+        const e = task.elected;
+        if (e && !e.signal.aborted && task.elector.isLeader()) {
+          // The ledger refuses a slot at or before the newest claimed: a fire that came due while
+          // the leader was dead, still waiting here, must claim before a later one that arrived
+          // with the election, or catch-up would lose it.
+          await this.earlierSlotsFirst(task, slotMs, until);
+          task.waiting.delete(slotMs);
+          return this.claimInOrder(task, ledger, key, slotMs, e);
+        }
+        const head = await readCronHead(ledger, task.lock);
+        if (head && head.lastSlotMs !== null && head.lastSlotMs >= slotMs) return false;
+        if (this.missed === 'skip' && task.elector.leader()?.holder) return false;
+        const left = until - this.clock.monotonicMs();
+        if (left <= 0) return false;
+        await this.waitForChange(task, Math.min(this.pollMs, left));
+      }
+    } finally {
+      task.waiting.delete(slotMs);
+    }
+  }
+
+  /** earlierSlotsFirst waits (until `untilMs` at most) while an earlier slot of `task` is still waiting here. */
+  private async earlierSlotsFirst(task: TaskLock, slotMs: number, untilMs: number): Promise<void> {
+    while ([...task.waiting].some((s) => s < slotMs) && this.clock.monotonicMs() < untilMs && !this.closed) {
+      await new Promise<void>((resolve) => this.clock.setTimer(resolve, 5));
     }
   }
 
@@ -177,7 +198,7 @@ export class NodeCronCoordinator implements RunCoordinator {
     if (again) return again;
     const { store: _s, lockPrefix: _p, missed: _m, pollMs: _i, ...rest } = this.options;
     const elector = new LeaderElector({ ...rest, store, lock, clock: this.clock });
-    const task: TaskLock = { lock, elector, writer: { identity: elector.identity }, chain: Promise.resolve() };
+    const task: TaskLock = { lock, elector, writer: { identity: elector.identity }, chain: Promise.resolve(), waiting: new Set() };
     elector.on('elected', (e) => (task.elected = e));
     this.tasks.set(name, task);
     if (!this.closed) elector.start();
