@@ -198,7 +198,9 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       this.pendingRelease = undefined;
       if (toRelease && this.releaseOnStop) {
         // 6. With a registry, a graceful stop hands over to the best live candidate instead of a race.
-        const handing = !!this.side && !!l && toRelease === l.record;
+        // The record to give is the leadership's own, or the one a renewal still in flight at the
+        // stop wrote for it (renewalAnswered leaves it in pendingRelease): the same term either way.
+        const handing = !!this.side && !!l && toRelease.holder === this.identity && toRelease.term === l.term;
         const released = handing ? this.handOff(toRelease) : this.release(toRelease);
         // A handover waits for the successor's acceptance, which the watch reports: keep it until done.
         if (!handing) {
@@ -601,7 +603,12 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // The lease is not renewed meanwhile, and stays ours for others for a whole lease after our
     // last write: waiting up to half of it for an acceptance delays nobody who could lead sooner.
     const boundMs = Math.min(this.timing.leaseDurationMs / 2, this.timing.renewDeadlineMs);
-    const successor = this.side ? await withDeadline(this.side.successor(), boundMs, this.clock).catch(() => undefined) : undefined;
+    // A handover already asked on our record (the preference rule's, still in flight) goes on to
+    // the candidate it named: asking another would take that question back and start over.
+    const seen = this.leader()?.record;
+    const ours = seen && seen.holder === this.identity && seen.term === record.term ? seen : undefined;
+    const inFlight = this.side ? (handoverAskedOf(record) ?? handoverAskedOf(ours)) : undefined;
+    const successor = inFlight ?? (this.side ? await withDeadline(this.side.successor(), boundMs, this.clock).catch(() => undefined) : undefined);
     if (!successor) return this.release(record);
     // The acceptance is heard from the lock's watch (onNotify wakes handOffListeners), else polled.
     const onChange = (f: () => void) => {

@@ -9,8 +9,10 @@ import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context
 
 /** Short timings scaled from the store's shortest supported lease. */
 function timing(minLeaseMs: number) {
-  const lease = Math.max(600, minLeaseMs);
-  return { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(lease / 8) };
+  const base = Math.max(600, minLeaseMs);
+  // Short periods, a lease long enough that a loaded machine does not miss renewals (see rolling.ts).
+  const lease = Math.max(1500, base);
+  return { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(base / 8) };
 }
 
 /**

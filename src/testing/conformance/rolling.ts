@@ -8,12 +8,16 @@ import { StoreUnavailableError } from '../../core/errors.js';
 
 /** Short timings scaled from the store's shortest supported lease (as handover.ts's), and a short registry beat. */
 function timing(minLeaseMs: number) {
-  const lease = Math.max(600, minLeaseMs);
+  const base = Math.max(600, minLeaseMs);
+  // The periods are short (a roll takes a few seconds); the lease is longer than they need, so a
+  // loaded machine neither misses renewals nor runs out the half lease a graceful stop gives its
+  // successor to accept — each would move leadership for reasons other than the rule under test.
+  const lease = Math.max(1500, base);
   return {
     leaseDurationMs: lease,
     renewDeadlineMs: Math.round(lease * 0.6),
-    retryPeriodMs: Math.round(lease / 8),
-    refreshMs: Math.max(100, Math.round(lease / 6)),
+    retryPeriodMs: Math.round(base / 8),
+    refreshMs: Math.max(100, Math.round(base / 6)),
   };
 }
 
@@ -115,6 +119,10 @@ export function rollingTests(o: ConformanceOptions): void {
         fresh.start();
         await registered(fresh);
         await new Promise((r) => setTimeout(r, t.retryPeriodMs + t.refreshMs));
+        // As a deploy waits for a new instance to be ready for a while before it stops an old one:
+        // with a preference rule, long enough for the rule to have acted (a new instance leads).
+        // On a slow store the rule's four writes can outlast the fixed wait above.
+        if (mode === 'newest') await waitFor(() => all.slice(3).some((e) => e.isLeader()), t.leaseDurationMs * 4 + 3000, 'the preference rule to move leadership to a new instance').catch(() => undefined);
         await byRole[order[i]!].stop();
         // A process takes a while to start: the next new one comes after the lease has settled
         // (a brand-new elector that reads a just-freed record would otherwise beat standbys that
