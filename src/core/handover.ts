@@ -158,16 +158,9 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
   const from = { holder: record.holder, term: record.term };
   const stillFrom = (r: LeaseRecord | null): r is LeaseRecord => !!r && r.holder === from.holder && r.term === from.term;
   // 1. Ask.
-  while (handoverAskedOf(record) !== to) {
-    const result = await store.write(lock, record.revision, sameRecordWith(record, { ...withoutHandover(record.metadata), [HANDOVER_TO]: to }));
-    if (result.ok) {
-      record = result.record;
-      break;
-    }
-    const current = result.current !== undefined ? result.current : await store.read(lock);
-    if (!stillFrom(current)) return { outcome: 'moved', record: current };
-    record = current;
-  }
+  const asked = await askFor(store, lock, record, to, Infinity);
+  if (!stillFrom(asked.record) || handoverAskedOf(asked.record) !== to) return { outcome: 'moved', record: asked.record };
+  record = asked.record;
   // 2–4. Wait for the acceptance, then for the successor to lead.
   const ackBy = clock.monotonicMs() + (options.ackTimeoutMs ?? record.leaseDurationMs);
   for (;;) {
@@ -192,6 +185,24 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
     }
     await sleep(clock, pollMs);
   }
+}
+
+/**
+ * askFor is step 1: `record`'s holder asked to hand over to `to`, by a compare-and-set that keeps
+ * holder and term. A lost compare-and-set on a record still of that holder and term (a renewal,
+ * another ask, an acceptance) is asked again on what is there now, `tries` times at most; a
+ * record already asking `to` is left as it is. `ok` false: the record moved on, or tries ran out.
+ */
+async function askFor(store: LeaseStore, lock: string, record: LeaseRecord, to: string, tries: number): Promise<{ ok: boolean; record: LeaseRecord | null }> {
+  let current: LeaseRecord | null = record;
+  for (let attempt = 0; handoverAskedOf(current) !== to; attempt++) {
+    if (attempt >= tries) return { ok: false, record: current };
+    const result: WriteResult = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
+    if (result.ok) return { ok: true, record: result.record };
+    current = result.current !== undefined ? result.current : await store.read(lock);
+    if (!current || current.holder !== record.holder || current.term !== record.term) return { ok: false, record: current };
+  }
+  return { ok: true, record: current };
 }
 
 /**
@@ -229,16 +240,9 @@ export async function askAndAwaitAcceptance(
     // 1. Ask. A lost compare-and-set on a record that is still ours (the preference rule asking
     // at the same moment, a standby's acceptance of that) is asked again on what is there now;
     // a record already asking `to` is waited on as it is.
-    let current: LeaseRecord | null = record;
-    for (let attempt = 0; handoverAskedOf(current) !== to; attempt++) {
-      const asked: WriteResult = await store.write(lock, current.revision, sameRecordWith(current, { ...withoutHandover(current.metadata), [HANDOVER_TO]: to }));
-      if (asked.ok) {
-        current = asked.record;
-        break;
-      }
-      current = asked.current !== undefined ? asked.current : await store.read(lock);
-      if (!current || current.holder !== record.holder || current.term !== record.term || attempt >= 2) return undefined;
-    }
+    const first = await askFor(store, lock, record, to, 3);
+    let current: LeaseRecord | null = first.record;
+    if (!first.ok) return undefined;
     while (clock.monotonicMs() < by) {
       if (!changed) {
         await new Promise<void>((resolve) => {
