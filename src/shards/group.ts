@@ -380,10 +380,15 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
       this.emit('acquired', { shard, term, signal });
     });
     elector.on('stopped', ({ term, reason, note }) => {
+      const now = this.clock.monotonicMs();
+      const ledMs = now - (this.acquiredAtMs.get(shard) ?? now);
       this.owned.delete(shard);
       this.acquiredAtMs.delete(shard);
-      // A term of this shard that ended otherwise than hung starts its streak over.
-      if (reason !== 'hung') this.hangStreaks.delete(shard);
+      // A term of this shard that ended otherwise than hung starts its streak over — once its
+      // work had as long as it is given to show it is alive (the back-off's base). A term cut
+      // shorter, as the assignment's exchanges cut them while a shard hangs everywhere, proves
+      // nothing; starting over on it let the shards ping-pong past the bound (bench/hung-work.ts).
+      if (reason !== 'hung' && ledMs >= this.hangBackoffBaseMs) this.hangStreaks.delete(shard);
       const why = this.leaving.has(shard) ? 'rebalanced' : reason;
       this.emit('released', why === 'hung' && note !== undefined ? { shard, term, reason: why, note } : { shard, term, reason: why });
     });
