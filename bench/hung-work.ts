@@ -161,6 +161,9 @@ if (shardsPingPongMs > 0) {
   const given = (re: RegExp) => fleet.batons.reduce((sum, b) => sum + (b.stderr.match(re)?.length ?? 0), 0);
   const hung = given(/ is hung: /g);
   const rebalanced = given(/: given up \(rebalanced\)/g);
+  // Per shard: its terms that ended hung, and those the assignment moved (an exchange for balance).
+  const hungOf = shardList.map((s) => given(new RegExp(`shard ${s} of "[^"]*" \\(term \\d+\\) is hung: `, 'g')));
+  const rebalancedOf = shardList.map((s) => given(new RegExp(`shard ${s}: given up \\(rebalanced\\)`, 'g')));
   await stopFleet(fleet);
   const bound = n * maxHungTerms(shardsPingPongMs, progressMs, progressMs);
   const noBackoff = Math.floor(shardsPingPongMs / progressMs);
@@ -168,7 +171,8 @@ if (shardsPingPongMs > 0) {
   report.push('## 3. Shards ping-pong: every shard\'s child hangs on every member', '',
     `${(shardsPingPongMs / 60_000).toFixed(1)} min, ${n} \`baton shards\` members, ${shardCount} shards, no child ever sends a heartbeat. ` +
     `Ownerships (child starts) per shard, against the back-off's bound per shard (${n} × maxHungTerms = ${bound}; with no back-off about ${noBackoff}):`, '',
-    '| shard | ownerships | bound |', '|---|---|---|', ...perShard.map((c, s) => `| ${s} | ${c} | ${bound} |`), '',
+    '| shard | ownerships | bound | ended hung | moved by the assignment |', '|---|---|---|---|---|',
+    ...perShard.map((c, s) => `| ${s} | ${c} | ${bound} | ${hungOf[s]} | ${rebalancedOf[s]} |`), '',
     `All shards, cumulative by minute: ${samples.join(', ')}. Lines on the members' stderr: ${hung} "is hung", ${rebalanced} "given up (rebalanced)" (a shard moved to keep the balance, not for a hang).`,
     '', `Result: ${over === 0 ? 'every shard within the bound' : `${over} shard${over === 1 ? '' : 's'} OVER THE BOUND`}.`, '');
 }
