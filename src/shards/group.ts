@@ -387,7 +387,7 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
       // A term of this shard that ended otherwise than hung starts its streak over — once its
       // work had as long as it is given to show it is alive (the back-off's base). A term cut
       // shorter, as the assignment's exchanges cut them while a shard hangs everywhere, proves
-      // nothing; starting over on it let the shards ping-pong past the bound (bench/hung-work.ts).
+      // nothing, and starting over on it would shorten the next back-off of a shard still hung.
       if (reason !== 'hung' && ledMs >= this.hangBackoffBaseMs) this.hangStreaks.delete(shard);
       const why = this.leaving.has(shard) ? 'rebalanced' : reason;
       this.emit('released', why === 'hung' && note !== undefined ? { shard, term, reason: why, note } : { shard, term, reason: why });
