@@ -11,6 +11,7 @@
  * led for longer than HANG_BACKOFF_MAX_MS (its work made progress for a long time first).
  */
 
+import { formatDuration } from './duration.js';
 import type { LeaseStore } from './store.js';
 
 /** HANG_BACKOFF_MAX_MS: the longest wait after a hung term (10 minutes). */
@@ -122,15 +123,24 @@ export async function recordStepDown(store: LeaseStore, lock: string, entry: Las
   }
 }
 
-/** readStepDowns reads the last step-down of `lock`, or of every lock (by lock name). */
-export async function readStepDowns(store: LeaseStore, lock?: string): Promise<Map<string, LastStepDown>> {
+/**
+ * readStepDowns reads the last step-down of `lock`, or of every lock (by lock name); with
+ * `{ prefix }`, of every lock whose name starts with it (a shard group's shards, say), at most
+ * `limit` of them (default: the ledger's, 1000).
+ */
+export async function readStepDowns(store: LeaseStore, lock?: string | { prefix: string; limit?: number }): Promise<Map<string, LastStepDown>> {
   const found = new Map<string, LastStepDown>();
   if (!store.ledger) return found;
-  const entries = lock !== undefined ? [await store.ledger.get(stepDownLedgerKey(lock))] : await store.ledger.list(stepDownLedgerKey(''));
+  const entries = typeof lock === 'string' ? [await store.ledger.get(stepDownLedgerKey(lock))] : await store.ledger.list(stepDownLedgerKey(lock?.prefix ?? ''), lock?.limit);
   const prefix = stepDownLedgerKey('');
   for (const e of entries) {
     const v = e && parseLastStepDown(e.value);
     if (e && v) found.set(e.key.slice(prefix.length), v);
   }
   return found;
+}
+
+/** describeStepDown is one line for people: who stepped down from which term, when, why, and for how long. */
+export function describeStepDown(d: LastStepDown): string {
+  return `${d.holder} (term ${d.term}) at ${d.at}: ${d.reason}${d.note ? ` (${d.note})` : ''}${d.backoffMs !== undefined ? `; backed off ${formatDuration(d.backoffMs)}` : ''}`;
 }

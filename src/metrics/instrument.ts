@@ -30,11 +30,33 @@ interface Tracked {
   readonly own: OwnLeaseWatch;
 }
 
+/** LeaseRow is one lease a lease source (a shard group's member, metrics/shard-group.ts) reports at scrape time. */
+export interface LeaseRow {
+  readonly lock: string;
+  /** This process leads it now (by its own monotonic deadline). */
+  readonly leading: boolean;
+  /** Its term as this process last saw it; 0 before any. */
+  readonly term: number;
+}
+
+/** LeaseSource is a lease source's handle on a registry's families (see addLeaseSource). */
+export interface LeaseSource {
+  /** stepDown counts a leadership of `lock` that ended, and makes it the lock's last step-down. */
+  stepDown(lock: string, reason: string, note?: string): void;
+  /** close stops reporting and drops the series of the source's locks. */
+  close(): void;
+}
+
 interface Families {
   readonly tracked: Map<LeaderElector, { handle: ElectorInstrumentation; t: Tracked }>;
+  /** Lease sources other than electors, read by the leader and term gauges at scrape time. */
+  readonly sources: Set<() => Iterable<LeaseRow>>;
   readonly transitions: Counter<'lock'>;
   readonly storeErrors: Counter<'lock'>;
   readonly stepDowns: Counter<'lock' | 'reason'>;
+  readonly lastStepDown: Gauge<'lock' | 'reason' | 'note'>;
+  /** The labels of each lock's one `baton_last_step_down_info` series, so a newer one replaces it. */
+  readonly lastStepDownLabels: Map<string, { reason: string; note: string }>;
   readonly renewDuration: Histogram<'lock'>;
 }
 
@@ -55,6 +77,9 @@ const families = new WeakMap<Registry, Families>();
  * - `baton_store_errors_total{lock}` store failures the elector reported.
  * - `baton_step_downs_total{lock,reason}` leaderships of this candidate that ended, by the
  *   `stopped` event's reason ('hung': the work stopped reporting progress, docs/watchdog.md).
+ * - `baton_last_step_down_info{lock,reason,note}` 1, one series per lock: how this candidate's
+ *   last leadership of the lock ended — the reason, and the `stopped` event's note ('' without
+ *   one; e.g. why the work was found hung). Absent until a leadership has ended.
  * - `leader_election_master_status{name}` client-go's gauge under its own name and label, so
  *   dashboards and alerts written for Kubernetes controllers work unchanged: 1 while this
  *   process leads the lock `name`, 0 while it is a standby (the same reading as
@@ -94,6 +119,7 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
   const onStopped = (e: StoppedEvent) => {
     reasons.add(e.reason);
     f.stepDowns.inc({ ...labels, reason: e.reason });
+    setLastStepDown(f, elector.lock, e.reason, e.note);
   };
   elector.on('leader', onLeader);
   elector.on('stopped', onStopped);
@@ -110,6 +136,7 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
       elector.off('storeError', onStoreError);
       elector.off('stopped', onStopped);
       for (const reason of reasons) f.stepDowns.remove({ ...labels, reason });
+      dropLastStepDown(f, elector.lock);
       own.close();
       for (const name of ALL_NAMES) (registry.getSingleMetric(name) as Gauge<'lock'> | undefined)?.remove(labels);
       (registry.getSingleMetric(CLIENT_GO_STATUS) as Gauge<'name'> | undefined)?.remove({ name: elector.lock });
@@ -117,6 +144,61 @@ export function instrumentElector(elector: LeaderElector, options: InstrumentOpt
   };
   f.tracked.set(elector, { handle, t: { elector, own } });
   return handle;
+}
+
+/**
+ * addLeaseSource reports leases that no single elector stands for — a shard group member's
+ * shards, whose electors come and go (metrics/shard-group.ts) — in `registry`'s families, beside
+ * any instrumented elector: `rows` is read at each scrape for `baton_is_leader`,
+ * `leader_election_master_status` and `baton_term`; `stepDown` feeds `baton_step_downs_total` and
+ * `baton_last_step_down_info`. `locks` are every lock the source may report: their hung
+ * step-downs start at 0, and `close` drops their series.
+ */
+export function addLeaseSource(registry: Registry, locks: readonly string[], rows: () => Iterable<LeaseRow>): LeaseSource {
+  const f = familiesFor(registry);
+  const reasons = new Map(locks.map((lock): [string, Set<string>] => [lock, new Set(['hung'])]));
+  for (const lock of locks) f.stepDowns.inc({ lock, reason: 'hung' }, 0);
+  f.sources.add(rows);
+  let closed = false;
+  return {
+    stepDown(lock, reason, note) {
+      if (closed) return;
+      let seen = reasons.get(lock);
+      if (!seen) reasons.set(lock, (seen = new Set()));
+      seen.add(reason);
+      f.stepDowns.inc({ lock, reason });
+      setLastStepDown(f, lock, reason, note);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      f.sources.delete(rows);
+      for (const [lock, seen] of reasons) {
+        for (const reason of seen) f.stepDowns.remove({ lock, reason });
+        dropLastStepDown(f, lock);
+        for (const name of ['baton_is_leader', 'baton_term']) (registry.getSingleMetric(name) as Gauge<'lock'> | undefined)?.remove({ lock });
+        (registry.getSingleMetric(CLIENT_GO_STATUS) as Gauge<'name'> | undefined)?.remove({ name: lock });
+      }
+    },
+  };
+}
+
+/** NOTE_LABEL_MAX: a step-down note is cut to this many characters in a label. */
+const NOTE_LABEL_MAX = 200;
+
+/** setLastStepDown makes (reason, note) the one `baton_last_step_down_info` series of `lock`. */
+function setLastStepDown(f: Families, lock: string, reason: string, note: string | undefined): void {
+  dropLastStepDown(f, lock);
+  const labels = { reason, note: (note ?? '').slice(0, NOTE_LABEL_MAX) };
+  f.lastStepDownLabels.set(lock, labels);
+  f.lastStepDown.set({ lock, ...labels }, 1);
+}
+
+function dropLastStepDown(f: Families, lock: string): void {
+  const last = f.lastStepDownLabels.get(lock);
+  if (!last) return;
+  f.lastStepDownLabels.delete(lock);
+  f.lastStepDown.remove({ lock, ...last });
 }
 
 const ALL_NAMES = [
@@ -140,8 +222,12 @@ function familiesFor(registry: Registry): Families {
   const known = families.get(registry);
   if (known) return known;
   const tracked: Families['tracked'] = new Map();
+  const sources: Families['sources'] = new Set();
   const each = (fn: (t: Tracked) => void) => {
     for (const { t } of tracked.values()) fn(t);
+  };
+  const eachRow = (fn: (row: LeaseRow) => void) => {
+    for (const rows of sources) for (const row of rows()) fn(row);
   };
   const registers = [registry];
   new Gauge({
@@ -151,6 +237,7 @@ function familiesFor(registry: Registry): Families {
     registers,
     collect() {
       each((t) => this.set({ lock: t.elector.lock }, t.elector.isLeader() ? 1 : 0));
+      eachRow((r) => this.set({ lock: r.lock }, r.leading ? 1 : 0));
     },
   });
   new Gauge({
@@ -160,6 +247,7 @@ function familiesFor(registry: Registry): Families {
     registers,
     collect() {
       each((t) => this.set({ name: t.elector.lock }, t.elector.isLeader() ? 1 : 0));
+      eachRow((r) => this.set({ name: r.lock }, r.leading ? 1 : 0));
     },
   });
   new Gauge({
@@ -169,6 +257,7 @@ function familiesFor(registry: Registry): Families {
     registers,
     collect() {
       each((t) => this.set({ lock: t.elector.lock }, t.elector.leader()?.term ?? 0));
+      eachRow((r) => this.set({ lock: r.lock }, r.term));
     },
   });
   new Gauge({
@@ -186,6 +275,14 @@ function familiesFor(registry: Registry): Families {
   });
   const f: Families = {
     tracked,
+    sources,
+    lastStepDownLabels: new Map(),
+    lastStepDown: new Gauge({
+      name: 'baton_last_step_down_info',
+      help: "1 for how this instance's last leadership of the lock ended: the reason, and the note said with it ('' for none). One series per lock.",
+      labelNames: ['lock', 'reason', 'note'],
+      registers,
+    }),
     transitions: new Counter({
       name: 'baton_leader_transitions_total',
       help: 'Changes of leader (new holder or term) this instance has seen since it started.',

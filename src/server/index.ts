@@ -8,3 +8,4 @@ export { checkHealth, checkReady, type HealthStatus } from './health.js';
 export { createLogger, logElectorEvents, silentLogger, type Logger, type LogFormat, type LogLevel } from './log.js';
 export { scrubSecrets } from './redact.js';
 export { tokenMatches } from './auth.js';
+export { createShardMemberServer, type ShardMemberServer, type ShardMemberServerOptions } from './shards-server.js';

@@ -5,7 +5,6 @@
  * someone is watching.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { realClock, type Clock } from '../core/clock.js';
@@ -17,7 +16,8 @@ import { OwnLeaseWatch } from '../metrics/own-lease.js';
 import { bearerToken, tokenMatches } from './auth.js';
 import { LockBoard } from './board.js';
 import { dashboardPage } from './dashboard/page.js';
-import { checkHealth, checkReady, type HealthStatus } from './health.js';
+import { checkHealth, checkReady } from './health.js';
+import { closeServer, listenOn, sendHealth, sendJson as json, sendMetrics } from './http.js';
 import { LeaderTracker } from './leader-view.js';
 import { silentLogger, type Logger } from './log.js';
 import { scrubSecrets } from './redact.js';
@@ -104,14 +104,9 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
   const routes: Record<string, Partial<Record<string, (req: IncomingMessage, res: ServerResponse) => unknown>>> = {
     '/': { GET: (_req, res) => page(res, elector.lock) },
     '/leader': { GET: (_req, res) => json(res, 200, tracker.view()) },
-    '/healthz': { GET: (_req, res) => health(res, checkHealth(elector, own, graceMs)) },
-    '/readyz': { GET: (_req, res) => health(res, checkReady(tracker.ready)) },
-    '/metrics': {
-      GET: async (_req, res) => {
-        const body = await registry.metrics();
-        res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(body);
-      },
-    },
+    '/healthz': { GET: (_req, res) => sendHealth(res, checkHealth(elector, own, graceMs)) },
+    '/readyz': { GET: (_req, res) => sendHealth(res, checkReady(tracker.ready)) },
+    '/metrics': { GET: (_req, res) => sendMetrics(res, registry) },
     '/api/state': {
       GET: async (_req, res) => {
         // A slow store delays a polling dashboard by a second at most; it gets the last listing.
@@ -207,15 +202,7 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
     registry,
     timeline,
     listen(port = 4040, host = '127.0.0.1') {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const a = server.address() as AddressInfo;
-          const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-          resolve({ url: `http://${shown}:${a.port}`, host: a.address, port: a.port });
-        });
-      });
+      return listenOn(server, port, host);
     },
     async close() {
       if (pending) clearTimeout(pending);
@@ -225,22 +212,9 @@ export function createLeaderServer(elector: LeaderElector, options: LeaderServer
       own.close();
       timeline.off('entry', onEntry);
       instrumentation.close();
-      await new Promise<void>((resolve) => {
-        if (!server.listening) return resolve();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await closeServer(server);
     },
   };
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(`${JSON.stringify(body)}\n`);
-}
-
-function health(res: ServerResponse, h: HealthStatus): void {
-  const { ok: _ok, ...body } = h;
-  json(res, h.ok ? 200 : 503, body);
 }
 
 function page(res: ServerResponse, lock: string): void {

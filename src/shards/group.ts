@@ -85,6 +85,8 @@ export interface ShardReleasedEvent {
   readonly term: number;
   /** 'rebalanced' when the shard was given up because it is assigned elsewhere; 'hung' after giveUpHung. */
   readonly reason: StopReason | 'rebalanced';
+  /** With 'hung': why (giveUpHung's note), as the ledger keeps it. */
+  readonly note?: string;
 }
 
 /** ShardRenewedEvent: this member renewed its lease on `shard`; `durationMs` is the write's round trip. */
@@ -107,7 +109,12 @@ const MAX_SHARDS = 10_000;
 
 /** shardLock is the lock name of one shard. */
 export function shardLock(group: string, shard: number): string {
-  return `${group}/shard/${shard}`;
+  return `${shardLockPrefix(group)}${shard}`;
+}
+
+/** shardLockPrefix is what the lock names of a group's shards start with. */
+export function shardLockPrefix(group: string): string {
+  return `${group}/shard/`;
 }
 
 /** ShardGroup: see the file comment. */
@@ -372,12 +379,18 @@ export class ShardGroup extends EventEmitter<ShardGroupEvents> {
       this.acquiredAtMs.set(shard, this.clock.monotonicMs());
       this.emit('acquired', { shard, term, signal });
     });
-    elector.on('stopped', ({ term, reason }) => {
+    elector.on('stopped', ({ term, reason, note }) => {
+      const now = this.clock.monotonicMs();
+      const ledMs = now - (this.acquiredAtMs.get(shard) ?? now);
       this.owned.delete(shard);
       this.acquiredAtMs.delete(shard);
-      // A term of this shard that ended otherwise than hung starts its streak over.
-      if (reason !== 'hung') this.hangStreaks.delete(shard);
-      this.emit('released', { shard, term, reason: this.leaving.has(shard) ? 'rebalanced' : reason });
+      // A term of this shard that ended otherwise than hung starts its streak over — once its
+      // work had as long as it is given to show it is alive (the back-off's base). A term cut
+      // shorter, as the assignment's exchanges cut them while a shard hangs everywhere, proves
+      // nothing, and starting over on it would shorten the next back-off of a shard still hung.
+      if (reason !== 'hung' && ledMs >= this.hangBackoffBaseMs) this.hangStreaks.delete(shard);
+      const why = this.leaving.has(shard) ? 'rebalanced' : reason;
+      this.emit('released', why === 'hung' && note !== undefined ? { shard, term, reason: why, note } : { shard, term, reason: why });
     });
     elector.on('renewed', ({ term, durationMs }) => this.emit('renewed', { shard, term, durationMs }));
     elector.on('storeError', (err) => this.report(err));

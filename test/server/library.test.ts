@@ -10,7 +10,7 @@ import { LeaderElector } from '../../src/core/elector.js';
 import { MemoryStore } from '../../src/stores/memory/index.js';
 import { instrumentElector } from '../../src/metrics/index.js';
 import { Timeline, createLeaderServer, scrubSecrets, tokenMatches } from '../../src/server/index.js';
-import { parseListen } from '../../src/cli/commands/serve.js';
+import { parseListen } from '../../src/cli/listen.js';
 import { getJson, metric, parsePrometheus } from './serve-harness.js';
 
 const TIMING = { leaseDurationMs: 2000, renewDeadlineMs: 1400, retryPeriodMs: 400 };

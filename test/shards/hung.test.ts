@@ -89,6 +89,26 @@ describe('ShardGroup: a shard whose work hung', () => {
     await assert.rejects(a.giveUpHung(7), /no shard 7/);
   });
 
+  test('a term cut short of the back-off base (a resign, a rebalance) keeps the streak; one that led that long starts it over', async () => {
+    const alone = new ShardGroup({ store: new MemoryStore(new MemoryBackend()), group: 'hung4', shards: 1, identity: 'a', hangBackoffBaseMs: 1000, ...TIMING });
+    groups.push(alone);
+    alone.start();
+    const owned = (what: string) => until(what, () => alone.ownedShards().includes(0), 5000);
+    await owned('the shard owned');
+    assert.deepEqual(await alone.giveUpHung(0), { backoffMs: 1000, streak: 1 });
+    // The only member: it gets the shard back once its exclusion ends.
+    await owned('the shard owned again after the back-off');
+    await alone.electorOf(0)!.resign();
+    await owned('the shard owned again after a short term');
+    assert.deepEqual(await alone.giveUpHung(0), { backoffMs: 2000, streak: 2 }, 'a term shorter than the base did not start the streak over');
+    await owned('the shard owned again after the second back-off');
+    const since = performance.now();
+    await until('a term as long as the base', () => performance.now() - since > 1100, 5000);
+    await alone.electorOf(0)!.resign();
+    await owned('the shard owned again after a long term');
+    assert.deepEqual(await alone.giveUpHung(0), { backoffMs: 1000, streak: 1 }, 'a term as long as the base started the streak over');
+  });
+
   test('a shard that every member excludes waits for the first exclusion to end, then is owned again', async () => {
     const { members, owner } = fleet('hung3', 1, 1000);
     await until('the shard owned', () => owner(0).length === 1);

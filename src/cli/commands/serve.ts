@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
+import { InvalidConfigError, errorMessage } from '../../core/errors.js';
 import type { LeaderElector } from '../../core/elector.js';
 import { validateLockName } from '../../core/options.js';
 import { createLeaderServer } from '../../server/server.js';
@@ -21,6 +21,7 @@ import {
   type CommonOptions,
 } from '../common.js';
 import { examples } from '../help.js';
+import { parseListen } from '../listen.js';
 import { electorWindow } from '../leadership-window.js';
 import { onTerminationSignals } from '../signals.js';
 import { TermExits, runTerm } from '../term-runner.js';
@@ -185,16 +186,6 @@ async function runWhileLeading(elector: LeaderElector, log: Logger, argv: string
   log('warn', 'command-exit', `${argv[0]} exited with ${outcome.code}; handing "${elector.lock}" over and campaigning again`, { command: argv[0], code: x.code, signal: x.signal });
   await elector.resign();
   return undefined;
-}
-
-/** parseListen reads HOST:PORT, :PORT, PORT or [IPv6]:PORT (default host 127.0.0.1). */
-export function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):)?(\d{1,5})$/.exec(text.trim());
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || !(port >= 0 && port <= 65535)) {
-    throw new UsageError(`--listen: "${text}" is not an address; use HOST:PORT, e.g. 127.0.0.1:4040, 0.0.0.0:4040 or [::1]:4040`);
-  }
-  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
 /** readStepDownToken reads --step-down-token-file, else BATON_STEP_DOWN_TOKEN; undefined disables /step-down. */

@@ -11,9 +11,14 @@
  * BATON_HEARTBEAT_FILE) and is watched on its own. A hung child is stopped as on a step-down,
  * then the shard is given up and excluded from this member for a back-off (ShardGroup's
  * giveUpHung): another member takes it at once, and it is not handed straight back.
+ *
+ * With `--listen ADDR` the member serves `GET /metrics` (per shard: owned or not, step-downs by
+ * reason, the last one's reason and note, the exclusion left; metrics/shard-group.ts) and
+ * `GET /healthz` (server/shards-server.ts).
  */
 import { Command, Option } from 'commander';
-import { InvalidConfigError, UsageError } from '../../core/errors.js';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { InvalidConfigError, UsageError, errorMessage } from '../../core/errors.js';
 import { ShardGroup, shardLock } from '../../shards/group.js';
 import { CliExit, info, openCliStore, requireCommand, resolveIdentity, resolveTimingOptions, storeTarget, warn, withOutputOptions, withStoreOption, withTimingOptions, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
@@ -22,11 +27,14 @@ import { onTerminationSignals, signalExitCode } from '../signals.js';
 import { batonEnv, runTerm, type TermRun } from '../term-runner.js';
 import { WorkHealth, hangBaseMs, resolveWorkHealth, withWorkHealthOptions, type WorkHealthFlags, type WorkHealthSettings } from '../work-health.js';
 import { formatDuration } from '../../core/duration.js';
+import { parseListen } from '../listen.js';
+import { createShardMemberServer } from '../../server/shards-server.js';
 
 interface ShardsOptions extends CommonOptions, WorkHealthFlags {
   group?: string;
   shards?: string;
   maxMoves?: string;
+  listen?: string;
 }
 
 /** register adds `baton shards`. */
@@ -45,13 +53,15 @@ export function register(program: Command): void {
       examples([
         ['64 partitions consumed across the fleet, one process per owned shard', 'baton shards --group orders --shards 64 --identity "$POD_NAME" -- ./consume-partition.sh'],
         ['each child must send WATCHDOG=1 (or touch $BATON_HEARTBEAT_FILE) every 30s, or its shard moves', 'baton shards --group orders --shards 64 --progress-timeout 30s -- ./consume-partition.sh'],
-        ['who owns which shard', 'baton status --group orders'],
+        ['serve /metrics and /healthz on port 9464 (per shard: owned, step-downs and why)', 'baton shards --group orders --shards 64 --listen 127.0.0.1:9464 --health-cmd ./check-partition.sh -- ./consume-partition.sh'],
+        ['who owns which shard, and why a shard\'s last owner gave it up', 'baton status --group orders'],
       ]),
     )
     .argument('<command...>', 'the command to run per shard, after --')
     .addOption(new Option('--group <name>', 'the shard group (required)').env('BATON_GROUP'))
     .addOption(new Option('--shards <n>', 'how many shards the group has, 1–10000 (required)').env('BATON_SHARDS'))
-    .addOption(new Option('--max-moves <n>', 'at most this many shards given up per retry period (default ⌈N/16⌉)'));
+    .addOption(new Option('--max-moves <n>', 'at most this many shards given up per retry period (default ⌈N/16⌉)'))
+    .addOption(new Option('--listen <addr>', 'serve GET /metrics and /healthz on this address: HOST:PORT, :PORT or [IPv6]:PORT (port 0 picks one); off by default'));
   withStoreOption(cmd);
   withTimingOptions(cmd);
   withWorkHealthOptions(cmd);
@@ -62,6 +72,7 @@ export function register(program: Command): void {
     const shards = wholeNumber(opts.shards, '--shards');
     const maxMovesPerPeriod = opts.maxMoves === undefined ? undefined : wholeNumber(opts.maxMoves, '--max-moves');
     const argv = requireCommand(words, 'shards', 'baton shards --group NAME --shards N -- ./work.sh');
+    const listen = opts.listen === undefined ? undefined : { text: opts.listen, ...parseListen(opts.listen) };
     const timing = resolveTimingOptions(opts);
     const health = resolveWorkHealth(opts);
     const identity = resolveIdentity(opts);
@@ -69,7 +80,7 @@ export function register(program: Command): void {
     const probe = { group: opts.group, shards, identity, maxMovesPerPeriod, ...timing };
     const store = await openCliStore(storeTarget(opts));
     try {
-      throw new CliExit(await runShards(store, probe, argv, health));
+      throw new CliExit(await runShards(store, probe, argv, health, listen));
     } finally {
       await store.close().catch(() => {});
     }
@@ -87,6 +98,7 @@ async function runShards(
   options: { group: string; shards: number; identity: string; maxMovesPerPeriod?: number; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number; jitterFactor: number },
   argv: string[],
   healthSettings: WorkHealthSettings,
+  listen: { text: string; host: string; port: number } | undefined,
 ): Promise<number> {
   const runs = new Map<number, TermRun>();
   const watching = healthSettings.progressTimeoutMs !== undefined || healthSettings.health !== undefined;
@@ -126,6 +138,18 @@ async function runShards(
       await run.done;
     },
   });
+  // The listener is up before the member joins, so no step-down goes uncounted.
+  let server: ReturnType<typeof createShardMemberServer> | undefined;
+  if (listen) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    server = createShardMemberServer(group, { registry });
+    const at = await server.listen(listen.port, listen.host).catch(async (err: NodeJS.ErrnoException) => {
+      await server?.close();
+      throw new InvalidConfigError(`shards: cannot listen on ${listen.text}: ${err.code ?? errorMessage(err)}`);
+    });
+    info(`serving /metrics and /healthz on ${at.url}`, 'listening', { url: at.url });
+  }
   let stopping = false;
   let failure: Error | undefined;
   const start = async (shard: number, term: number) => {
@@ -209,6 +233,7 @@ async function runShards(
     await group.stop();
     await Promise.all([...runs.values()].map((r) => (r.stop(), r.done)));
     await Promise.all([...healths.values()].map((h) => h.then((x) => x.close())));
+    await server?.close();
   }
   if (failure) throw failure;
   return signalled ? signalExitCode(signalled) : 0;

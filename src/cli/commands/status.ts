@@ -8,7 +8,7 @@ import { examples } from '../help.js';
 import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
 import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
-import { readStepDowns, type LastStepDown } from '../../core/hang-backoff.js';
+import { describeStepDown, readStepDowns } from '../../core/hang-backoff.js';
 import { readCandidatesView, renderCandidates, type CandidatesView } from '../../server/candidates-view.js';
 
 const STATUS_FIELDS = [
@@ -141,11 +141,6 @@ async function render(store: LeaseStore, lock: string | undefined, json: boolean
   }
   for (const e of extras) if (e.text) lines.push(e.text);
   return `${lines.join('\n')}\n`;
-}
-
-/** describeStepDown is one line: who stepped down from which term, when, why, and for how long. */
-function describeStepDown(d: LastStepDown): string {
-  return `${d.holder} (term ${d.term}) at ${d.at}: ${d.reason}${d.note ? ` (${d.note})` : ''}${d.backoffMs !== undefined ? `; backed off ${formatDuration(d.backoffMs)}` : ''}`;
 }
 
 function transitions(n: number): string {
