@@ -14,6 +14,9 @@ import { after, before, test } from 'node:test';
 import { LeaderElector } from '../../../../src/core/elector.js';
 import type { LeaseStore } from '../../../../src/core/store.js';
 import { EtcdStore } from '../../../../src/stores/etcd/index.js';
+import { Rpc } from '../../../../src/stores/etcd/client.js';
+import { KeepAliveStream, type KeepAliveRoute } from '../../../../src/stores/etcd/keepalive.js';
+import { acquireWrite, keepWrite } from '../../../../src/testing/conformance/context.js';
 import { etcdCluster, type EtcdLine, type EtcdServer } from '../../../../infra/servers/index.js';
 
 const TIMING = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
@@ -76,6 +79,60 @@ export function etcdClusterSuite(line: EtcdLine): void {
     // plus the client's call timeout to move off the dead member, and slack for a loaded machine.
     const bound = TIMING.leaseDurationMs + TIMING.retryPeriodMs + 500 + 1000 + 1500;
     for (const g of gaps) assert.ok(g <= bound, `no leader for ${g.toFixed(0)} ms (bound ${bound} ms); gaps ${gaps.map((x) => x.toFixed(0)).join(', ')}`);
+    // Stopped here, so that the next test counts only its own refreshes.
+    await Promise.all(electors.splice(0).map((e) => e.stop().catch(() => {})));
+    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => {})));
+  });
+
+  // A keepalive counts only if the member that answers it had answered a linearizable request
+  // first (KeepAliveStream.vouched): with every member in the URL, the request must go to the
+  // member of the keepalive's stream, not wherever the client's pool would send it.
+  test(`etcd (${line}): a refresh's keepalive goes to the member that answered its vouching request`, async () => {
+    const pairs: { request?: Rpc; keepalive: Rpc }[] = [];
+    let lastRequest: Rpc | undefined;
+    const genuineCall = Rpc.prototype.call;
+    const genuineBatch = KeepAliveStream.prototype.batch;
+    Rpc.prototype.call = function <T>(this: Rpc, what: string, fn: Parameters<Rpc['call']>[1]): Promise<T> {
+      if (/^(renew|claim |campaign )/.test(what)) {
+        lastRequest = this;
+      }
+      return genuineCall.call(this, what, fn) as Promise<T>;
+    } as Rpc['call'];
+    KeepAliveStream.prototype.batch = function (this: KeepAliveStream, ids: readonly string[], route?: KeepAliveRoute) {
+      if (route) {
+        pairs.push({ request: lastRequest, keepalive: route.member });
+        lastRequest = undefined;
+      }
+      return genuineBatch.call(this, ids, route);
+    };
+    const handles: LeaseStore[] = [];
+    try {
+      // Six handles, each leading its own lock and renewing it three times, one at a time.
+      for (let h = 0; h < 6; h++) {
+        const store = EtcdStore.fromUrl(`${url}?timeout=3s`);
+        handles.push(store);
+        const lock = `vouch-${process.pid}-${h}`;
+        const won = await store.queue!.campaign(lock, acquireWrite('a', 3000));
+        assert.ok(won.ok, 'leads its empty lock');
+        let record = won.record;
+        for (let i = 0; i < 3; i++) {
+          const renewed = await store.write(lock, record.revision, { ...keepWrite('a', 3000), acquiredAt: record.acquiredAt });
+          assert.ok(renewed.ok, 'renewed');
+          record = renewed.record;
+        }
+      }
+    } finally {
+      Rpc.prototype.call = genuineCall;
+      KeepAliveStream.prototype.batch = genuineBatch;
+      await Promise.all(handles.map((s) => s.close()));
+    }
+    assert.equal(pairs.length, 18, 'every renewal sent its keepalives through vouched');
+    for (const [i, p] of pairs.entries()) assert.equal(p.request, p.keepalive, `refresh ${i}: its vouching request went to another member than its keepalive`);
+    // Each of those clients talks to one member only, and each handle picks its first member at
+    // random: over six handles, more than one member.
+    const endpoints = pairs.map((p) => p.request?.member);
+    assert.ok(endpoints.every((e) => e !== undefined && url.includes(e.replace(/^https?:\/\//, ''))), `vouching requests went through a client of several members: ${endpoints.join(', ')}`);
+    assert.ok(new Set(endpoints).size > 1, `the refreshes of six handles all went to one member (${endpoints.join(', ')})`);
   });
 }
 
