@@ -1,7 +1,7 @@
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
 import { CHUNK, inChunks } from './chunks.js';
-import { unavailable, type Rpc } from './client.js';
+import { leaseGone, unavailable, type Rpc } from './client.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
@@ -152,7 +152,16 @@ export class KeepAliveStream {
     if (this.closed) throw new StoreClosedError('etcd');
     const route = this.current();
     const anchorMs = performance.now();
-    const read = await request(route.member);
+    let read: R;
+    try {
+      read = await request(route.member);
+    } catch (err) {
+      // A member that did not answer (frozen, unreachable, between leaders) is left: the next
+      // refresh opens a stream to the next member, as a keepalive timeout would have done. A
+      // lease found gone is the lease's doing, not the member's.
+      if (!leaseGone(err)) this.discard(route, unavailable('lease keepalive', err));
+      throw err;
+    }
     if (route.dead) throw new StoreUnavailableError('etcd: lease keepalive stream lost before its refresh was sent');
     const answers = await this.batch(ids, route);
     const stale = staleKeepalive(answers.term, termOf(read));

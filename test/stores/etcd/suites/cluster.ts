@@ -134,6 +134,57 @@ export function etcdClusterSuite(line: EtcdLine): void {
     assert.ok(endpoints.every((e) => e !== undefined && url.includes(e.replace(/^https?:\/\//, ''))), `vouching requests went through a client of several members: ${endpoints.join(', ')}`);
     assert.ok(new Set(endpoints).size > 1, `the refreshes of six handles all went to one member (${endpoints.join(', ')})`);
   });
+
+  // The member a handle's refreshes go to is frozen: a later refresh must go to another member
+  // (a refresh whose request failed gives up that member's keepalive stream, and etcd3 drops a
+  // connection that missed a deadline), so the lock is led again while the member is still
+  // frozen, rather than every refresh waiting on it until it thaws.
+  test(`etcd (${line}): refreshes move off a frozen member`, async () => {
+    const store = EtcdStore.fromUrl(`${url}?timeout=1s`);
+    stores.push(store);
+    let member: string | undefined;
+    const genuineBatch = KeepAliveStream.prototype.batch;
+    KeepAliveStream.prototype.batch = function (this: KeepAliveStream, ids: readonly string[], route?: KeepAliveRoute) {
+      if (route) member = route.member.member;
+      return genuineBatch.call(this, ids, route);
+    };
+    const spans: Span[] = [];
+    const e = new LeaderElector({ store, lock: `frozen-member-${process.pid}`, identity: 'a', ...TIMING });
+    e.on('elected', ({ term }) => spans.push({ who: 'a', term, from: performance.now() }));
+    e.on('stopped', ({ term }) => {
+      const span = spans.find((x) => x.term === term && x.to === undefined);
+      if (span) span.to = performance.now();
+    });
+    electors.push(e.start());
+    const until = async (what: string, check: () => boolean, ms: number) => {
+      const end = performance.now() + ms;
+      while (!check()) {
+        if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      await until('a leader that has renewed', () => spans.some((x) => x.to === undefined) && member !== undefined, 20_000);
+      const frozen = members.find((m) => m.endpoint === member);
+      assert.ok(frozen, `the member ${member} is one of the cluster's`);
+      frozen.pause();
+      const frozenAt = performance.now();
+      try {
+        // Led, for a whole lease, while the member is still frozen (the freeze lasts 15 s at most).
+        await until(
+          'the lock led for a lease with the member frozen',
+          () => spans.some((x) => x.to === undefined && performance.now() - Math.max(x.from, frozenAt) > TIMING.leaseDurationMs),
+          15_000,
+        );
+        assert.notEqual(member, frozen.endpoint, 'the refreshes went to another member');
+      } finally {
+        frozen.resume();
+      }
+    } finally {
+      KeepAliveStream.prototype.batch = genuineBatch;
+      await e.stop();
+    }
+  });
 }
 
 /** gapsSince lists the stretches without a leader that began after `t`. */
