@@ -33,9 +33,8 @@ export interface Candidate {
   kv?: IKeyValue;
   /**
    * Monotonic ms (performance.now()) at which the last refresh of the lease that counts as
-   * checked was sent: the lease grant, or a keepalive answered TTL > 0 whose raft term a
-   * linearizable request sent with it vouched for (see staleKeepalive). The lease lives at least
-   * a TTL past it. Background keepalives (no such request) do not move it.
+   * checked was sent: the lease grant, or the linearizable request that vouched for a keepalive
+   * answered TTL > 0 (see KeepAliveStream.vouched). The lease lives at least a TTL past it. Background keepalives (no such request) do not move it.
    */
   checkedAtMs?: number;
   /**

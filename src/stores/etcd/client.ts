@@ -115,6 +115,8 @@ export class Rpc {
     readonly client: Etcd3,
     readonly callTimeoutMs: number,
     private readonly deadlinePerAttempt: boolean,
+    /** The one endpoint this client talks to, when it was built for a single member of several. */
+    readonly member?: string,
   ) {}
 
   /** call runs one unary etcd call under the deadline. */

@@ -4,7 +4,7 @@ import type { CampaignOptions, CampaignResult, LeaseRecord, LeaseWrite, RenewReq
 import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
-import { staleKeepalive, type KeepAliveAnswers, type KeepAliveStream } from './keepalive.js';
+import type { KeepAliveAnswers, KeepAliveStream } from './keepalive.js';
 import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
@@ -36,7 +36,8 @@ interface RenewItem {
  *   lease's last checked refresh is recent enough (see `claim`). The value it queued with is
  *   brought up to date by its first renewal.
  * - the fencing token is the leader key's create revision.
- * - renewal: one keepalive of the leader's lease plus a read of its key, sent together.
+ * - renewal: a txn checking the leader's key, then a keepalive of its lease on the member that
+ *   answered the txn (KeepAliveStream.vouched).
  * - step-down flag: the leader key's value is rewritten with the same lease (create revision,
  *   hence term, unchanged; mod revision, hence `revision`, changed).
  * - release: the leader key is deleted in a txn guarded by its revision, then its lease revoked.
@@ -142,10 +143,11 @@ export class Election {
    *   what `first` means) and none can appear: etcd gives every new key a higher one.
    * - Its key exists until its lease goes (only its own handle deletes it otherwise, on release
    *   or withdraw). The lease lives at least a TTL ≥ leaseDurationMs past `checkedAtMs`, the send
-   *   of a refresh that the server answered (a grant, or a keepalive vouched for by a request's
-   *   raft term). The elector's deadline is renewDeadline < leaseDurationMs past that send, so
+   *   of a refresh that the server answered (a grant, or a read of the key followed by a
+   *   keepalive on the member that answered it: KeepAliveStream.vouched). The elector's deadline is renewDeadline < leaseDurationMs past that send, so
    *   it has stopped before the key can expire and the next candidate lead. A refresh older than
-   *   `withinMs` is made again here, with a read of the key, before answering (no write either).
+   *   `withinMs` is made again here, a read of the key and then a keepalive, before answering (no
+   *   write either).
    * - The term, the key's create revision, is above every earlier leader's: a key that led
    *   before this one was at the front while this one existed, so it was created earlier.
    * The key still holds the value it was queued with; the leader's acquiredAt, transitions and
@@ -154,16 +156,15 @@ export class Election {
    */
   private async claim(c: Candidate, next: LeaseWrite, withinMs: number): Promise<CampaignResult | undefined> {
     if (!c.kv || c.checkedAtMs === undefined || !(performance.now() - c.checkedAtMs <= withinMs)) {
-      const sentMs = performance.now();
-      const [answers, res] = await Promise.all([
-        this.keepalive.batch([c.leaseId]),
-        this.rpc.call(`claim "${c.lock}"`, (o) => this.rpc.client.kv.range({ key: Buffer.from(c.key) }, o)),
-      ]);
-      const stale = staleKeepalive(answers.term, Number(res.header.raft_term));
-      if (stale) throw new StoreUnavailableError(stale);
+      // A read of the key, then a keepalive on the same member (see KeepAliveStream.vouched).
+      const { answers, read: res, anchorMs } = await this.keepalive.vouched(
+        [c.leaseId],
+        (m) => m.call(`claim "${c.lock}"`, (o) => m.client.kv.range({ key: Buffer.from(c.key) }, o)),
+        (r) => Number(r.header.raft_term),
+      );
       const kv = res.kvs[0];
       if ((answers.ttls[0] ?? 0) === 0 || !kv || kv.create_revision !== c.createRevision) return undefined;
-      c.checkedAtMs = sentMs;
+      c.checkedAtMs = anchorMs;
       c.kv = kv;
     }
     // Retired meanwhile (its lease found gone by the background keepalive): not ours to claim.
@@ -180,33 +181,37 @@ export class Election {
     const key = Buffer.from(c.key);
     const put = { request_put: { key, value: encodeValue(next, c.identity), lease: c.leaseId } };
     const range = { request_range: this.rangeOf(c.lock) };
+    const txn = (m: Rpc) =>
+      m.call(`campaign "${c.lock}"`, (o) =>
+        m.client.kv.txn(
+          {
+            // Created only if absent, as etcd's Campaign does; an existing key of ours keeps
+            // its place in the queue and gets the fresh value.
+            compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+            success: [put, range],
+            failure: [put, range],
+          },
+          o,
+        ),
+      );
     let res;
     let answers: KeepAliveAnswers;
-    const sentMs = performance.now();
+    let anchorMs: number | undefined;
     try {
-      [res, answers] = await Promise.all([
-        this.rpc.call(`campaign "${c.lock}"`, (o) =>
-          this.rpc.client.kv.txn(
-            {
-              // Created only if absent, as etcd's Campaign does; an existing key of ours keeps
-              // its place in the queue and gets the fresh value.
-              compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-              success: [put, range],
-              failure: [put, range],
-            },
-            o,
-          ),
-        ),
-        // An older lease is refreshed in the same round trip, so a win counts from now.
-        // A fresh lease was granted through raft after this campaign began: no term to check.
-        fresh ? Promise.resolve({ ttls: [c.ttlSeconds], term: Infinity }) : this.keepalive.batch([c.leaseId]),
-      ]);
+      if (fresh) {
+        // A fresh lease was granted through raft after this campaign began (enlist): it lives a
+        // TTL past the grant's send, and needs no keepalive yet.
+        res = await txn(this.rpc);
+        answers = { ttls: [c.ttlSeconds], term: Infinity };
+      } else {
+        // An older lease is refreshed after the txn, on the member that answered it, so a win
+        // counts from the txn's send (see KeepAliveStream.vouched).
+        ({ read: res, answers, anchorMs } = await this.keepalive.vouched([c.leaseId], txn, (r) => Number(r.header.raft_term)));
+      }
     } catch (err) {
       if (leaseGone(err)) return undefined;
       throw err;
     }
-    const stale = staleKeepalive(answers.term, Number(res.header.raft_term));
-    if (stale) throw new StoreUnavailableError(stale);
     if ((answers.ttls[0] ?? 0) === 0) return undefined;
     const kvs = directCandidates(this.layout.lockPrefix(c.lock), res.responses[1]!.response_range.kvs);
     const mine = kvs.find((kv) => kv.key.equals(key));
@@ -215,7 +220,7 @@ export class Election {
     c.kv = mine;
     c.owedValue = undefined;
     // A fresh lease was checked by its grant (enlist); an older one by the keepalive just sent.
-    if (!fresh) c.checkedAtMs = sentMs;
+    if (anchorMs !== undefined) c.checkedAtMs = anchorMs;
     // The txn read the lock's candidates after its put: the lock's watch can start from that.
     const seen = { kvs, revision: res.header.revision };
     if (kvs[0] === mine) {
@@ -268,8 +273,8 @@ export class Election {
   }
 
   /**
-   * renewMany renews this handle's leaders together — keepalives pipelined on a stream while
-   * txns check the keys, in chunks for large batches (see renewLeaders) — and sends anything
+   * renewMany renews this handle's leaders together — txns checking the keys, then keepalives
+   * pipelined on a stream, in chunks for large batches (see renewLeaders) — and sends anything
    * else singly.
    */
   async renewMany(requests: readonly RenewRequest[]): Promise<WriteResult[]> {
@@ -312,10 +317,10 @@ export class Election {
   }
 
   /**
-   * renewChunk sends, together, one keepalive per lease and txns that check each key is still
-   * at the mod revision of its record (so still this candidate's key, unrewritten): a txn
-   * whose check holds answers with nothing but "succeeded"; one whose check fails reads its
-   * keys instead (its failure branch), and those are judged one by one as before. A lease
+   * renewChunk sends txns that check each key is still at the mod revision of its record (so
+   * still this candidate's key, unrewritten), then one keepalive per lease on the member that
+   * answered them: a txn whose check holds answers with nothing but "succeeded"; one whose check
+   * fails reads its keys instead (its failure branch), and those are judged one by one. A lease
    * renews only with a keepalive answered with TTL > 0 within the deadline *and* its key
    * confirmed: a keepalive alone does not show that the key was not deleted (e.g. a release by
    * another handle deletes the key and leaves the lease).
@@ -327,29 +332,38 @@ export class Election {
     // A leader that claimed with no write owes its key its value: put in the success branch,
     // so only onto the key as it was claimed (never over a step-down flag written since).
     const owed = items.map(({ c }) => c.owedValue);
-    const checks = [];
-    for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
-      const chunk = items.slice(i, i + MAX_TXN_OPS);
-      const keys = chunk.map(({ c }) => Buffer.from(c.key));
-      const puts = chunk.flatMap(({ c }, k) => (owed[i + k] ? [{ request_put: { key: keys[k]!, value: owed[i + k]!, lease: c.leaseId } }] : []));
-      checks.push(
-        this.rpc.call('renew', (o) =>
-          this.rpc.client.kv.txn(
-            {
-              compare: keys.map((key, k) => ({ key, target: 'Mod', result: 'Equal', mod_revision: modRevisionOf(expected[i + k]!) })),
-              success: puts,
-              failure: keys.map((key) => ({ request_range: { key } })),
-            },
-            o,
+    // The txns go first, then the keepalives, on the member that answered them: only then does
+    // an answer "TTL > 0" show that the lease was renewed by a leader of the current term
+    // (KeepAliveStream.vouched).
+    const sendChecks = (m: Rpc) => {
+      const checks = [];
+      for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
+        const chunk = items.slice(i, i + MAX_TXN_OPS);
+        const keys = chunk.map(({ c }) => Buffer.from(c.key));
+        const puts = chunk.flatMap(({ c }, k) => (owed[i + k] ? [{ request_put: { key: keys[k]!, value: owed[i + k]!, lease: c.leaseId } }] : []));
+        checks.push(
+          m.call('renew', (o) =>
+            m.client.kv.txn(
+              {
+                compare: keys.map((key, k) => ({ key, target: 'Mod', result: 'Equal', mod_revision: modRevisionOf(expected[i + k]!) })),
+                success: puts,
+                failure: keys.map((key) => ({ request_range: { key } })),
+              },
+              o,
+            ),
           ),
-        ),
-      );
-    }
-    const [{ ttls, term }, ...txns] = await Promise.all([this.keepalive.batch(items.map((item) => item.c.leaseId)), ...checks]);
-    // The txns are linearizable reads sent after the renewal began: their term vouches for the
-    // keepalives' answers, or shows that a deposed leader gave them (see staleKeepalive).
-    const stale = staleKeepalive(term, Math.max(...txns.map((t) => Number(t.header.raft_term))));
-    if (stale) throw new StoreUnavailableError(stale);
+        );
+      }
+      return Promise.all(checks);
+    };
+    const {
+      answers: { ttls },
+      read: txns,
+    } = await this.keepalive.vouched(
+      items.map((item) => item.c.leaseId),
+      sendChecks,
+      (done) => Math.max(...done.map((t) => Number(t.header.raft_term))),
+    );
     return items.map(({ c, renewedAt }, i) => {
       const txn = txns[Math.floor(i / MAX_TXN_OPS)]!;
       const ttl = ttls[i]!;
@@ -403,15 +417,17 @@ export class Election {
     if (!current || !leader || current.revision !== expected || current.holder !== next.holder) return { ok: false, current };
     const local = this.registry.withKey(leader.key);
     if (next.stepDownRequested === current.stepDownRequested) {
-      // The read above came before the keepalive, so it cannot vouch for the answer's term: a
-      // second read, sent with the keepalive, does (rare path: a handle renewing a lease it did
-      // not campaign for).
-      const [{ ttls, term }, check] = await Promise.all([
-        this.keepalive.batch([leader.lease]),
-        this.rpc.call(`read "${lock}"`, (o) => this.rpc.client.kv.range({ key: leader.key }, o)),
-      ]);
-      const stale = staleKeepalive(term, Number(check.header.raft_term));
-      if (stale) throw new StoreUnavailableError(stale);
+      // The read above was not sent to a member a keepalive stream is open to: a second read,
+      // on such a member, vouches for the keepalive sent after it (rare path: a handle renewing
+      // a lease it did not campaign for).
+      const {
+        answers: { ttls },
+        read: check,
+      } = await this.keepalive.vouched(
+        [leader.lease],
+        (m) => m.call(`read "${lock}"`, (o) => m.client.kv.range({ key: leader.key }, o)),
+        (r) => Number(r.header.raft_term),
+      );
       if (ttls[0] === 0 || check.kvs[0]?.create_revision !== leader.create_revision) return { ok: false, current: undefined };
       const record = Object.freeze({ ...current, renewedAt: next.renewedAt });
       if (local) local.record = record;

@@ -68,6 +68,8 @@ export class EtcdStore implements LeaseStore {
   private readonly rpc: Rpc;
   private readonly ownsClient: boolean;
   private readonly keepalive: KeepAliveStream;
+  /** One client per member (several endpoints only; see KeepAliveStream). */
+  private readonly members: readonly Rpc[];
   private readonly registry: CandidateRegistry;
   private readonly election: Election;
   private readonly hub: WatchHub;
@@ -90,7 +92,11 @@ export class EtcdStore implements LeaseStore {
     this.ownsClient = !options.client;
     this.rpc = new Rpc(options.client ?? createClient(options.connection!, timeout), timeout, this.ownsClient);
     this.layout = new KeyLayout(options.prefix ?? '', options.ledgerPrefix ?? DEFAULT_LEDGER_PREFIX);
-    this.keepalive = new KeepAliveStream(this.rpc);
+    // With several endpoints, one client per member as well: a refresh's keepalives must go to
+    // the member that answered the request vouching for them (KeepAliveStream.vouched).
+    const hosts = options.connection?.hosts ?? [];
+    this.members = hosts.length > 1 ? hosts.map((host) => new Rpc(createClient({ ...options.connection!, hosts: [host] }, timeout), timeout, true, host)) : [];
+    this.keepalive = new KeepAliveStream(this.rpc, this.members);
     this.registry = new CandidateRegistry(
       this.keepalive,
       (lock) => this.watches.has(lock),
@@ -200,6 +206,7 @@ export class EtcdStore implements LeaseStore {
     await Promise.all(this.registry.all().filter((c: Candidate) => c.state !== 'leading').map((c) => this.election.retire(c)));
     this.keepalive.close();
     if (this.ownsClient) this.rpc.client.close();
+    for (const m of this.members) m.client.close();
   }
 
   private guard(): void {

@@ -1,7 +1,7 @@
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from 'etcd3';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
 import { CHUNK, inChunks } from './chunks.js';
-import { unavailable, type Rpc } from './client.js';
+import { leaseGone, unavailable, type Rpc } from './client.js';
 
 type Stream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
@@ -25,8 +25,13 @@ interface Batch {
   reject(err: Error): void;
 }
 
-/** One LeaseKeepAlive stream and the answers it still owes. */
-interface Channel {
+/**
+ * KeepAliveRoute is one LeaseKeepAlive stream, on one etcd member, and the answers it still owes
+ * (opaque outside this file: `vouched` hands it to `batch` so both go to the same member).
+ */
+export interface KeepAliveRoute {
+  /** The member this stream is open to: its own client, so a read can be sent to it too. */
+  readonly member: Rpc;
   stream?: Stream;
   readonly opened: Promise<Stream>;
   /**
@@ -46,20 +51,21 @@ interface Channel {
 /**
  * KeepAliveAnswers is one batch's answers: each lease's remaining TTL in seconds (0: gone), and
  * the lowest raft term in the answers' headers.
- *
- * The term is what makes an answer trustworthy in a cluster. A member that was the raft leader
- * and lost leadership while it could not run (a pause, a stalled disk) answers the keepalives
- * queued at it from its own, stale lease table when it resumes — "TTL 2" for a lease the new
- * leader may already have revoked (etcd-io/etcd#15247; etcd 3.4.23, Debian's, does this). Such
- * an answer carries the old term. A linearizable request sent together with the keepalive carries
- * a term at least as new as that of any leader that existed when it was sent, since a quorum
- * confirmed it after that: a keepalive whose term is lower was answered by a deposed leader and
- * must not count as a renewal (see `staleKeepalive`). A leader deposed only after the renewal
- * began is harmless: its successor, once elected, extends every lease by a whole TTL from then.
  */
 export interface KeepAliveAnswers {
   ttls: number[];
   term: number;
+}
+
+/**
+ * Vouched is a keepalive batch counted as a refresh (see `KeepAliveStream.vouched`): the answers,
+ * what the vouching request returned, and `anchorMs`, the monotonic time (performance.now()) at
+ * which that request was sent — the lease lives at least a TTL past it.
+ */
+export interface Vouched<R> {
+  answers: KeepAliveAnswers;
+  read: R;
+  anchorMs: number;
 }
 
 /**
@@ -75,28 +81,92 @@ export interface KeepAliveAnswers {
  * stream is thrown away, failing every other chunk still waiting on it: a late answer must never
  * be taken for a later request's, because a renewal counts its lease from when *it* was sent.
  * Answers are only ever matched to requests written on the same stream.
+ *
+ * Each stream is opened to one member (`members`, taken in turn; with one, the handle's own
+ * client), so that `vouched` can send its linearizable request to the very member that will
+ * answer the keepalives.
  */
 export class KeepAliveStream {
   /** Open channels, at most STREAMS. */
-  private readonly channels: Channel[] = [];
+  private readonly channels: KeepAliveRoute[] = [];
+  /** The member the next new stream is opened to (an index into `members`, from a random start, as etcd3 shuffles its hosts). */
+  private nextMember = Math.floor(Math.random() * 1024);
   private closed = false;
 
-  constructor(private readonly rpc: Rpc) {}
+  /**
+   * `members`: one client per member of the cluster, each talking to that member only; empty
+   * (the default) when the handle has one endpoint, or a client it was given, whose own routing
+   * is then used for streams and requests alike.
+   */
+  constructor(
+    private readonly rpc: Rpc,
+    private readonly members: readonly Rpc[] = [],
+  ) {}
 
   /**
    * keepAlive refreshes every lease; resolves with each one's remaining TTL in seconds (0: gone).
-   * For waiting candidates only: a leader's renewal must check the answers' term (`batch`).
+   * For waiting candidates only: what counts as a leader's refresh is `vouched`.
    */
   keepAlive(ids: readonly string[]): Promise<number[]> {
     if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
     if (ids.length === 0) return Promise.resolve([]);
-    return inChunks(ids, async (chunk) => (await this.send(chunk)).ttls);
+    return inChunks(ids, async (chunk) => (await this.send(chunk, this.current())).ttls);
   }
 
-  /** batch refreshes at most CHUNK leases in one batch and resolves with the answers and their term. */
-  batch(ids: readonly string[]): Promise<KeepAliveAnswers> {
+  /**
+   * batch refreshes at most CHUNK leases in one batch, on `route` (one of this stream's, from
+   * `vouched`) or the least busy stream, and resolves with the answers and their term.
+   */
+  batch(ids: readonly string[], route?: KeepAliveRoute): Promise<KeepAliveAnswers> {
     if (ids.length > CHUNK) return Promise.reject(new RangeError(`etcd: a keepalive batch of ${ids.length} leases is over ${CHUNK}`));
-    return this.send(ids);
+    return this.send(ids, route ?? this.current());
+  }
+
+  /**
+   * vouched is the only keepalive that counts as a refresh of a leader's (or a claimant's) lease.
+   * It sends `request` — linearizable: a txn or a read of the candidate's key — to the member a
+   * stream is open to, waits for its answer, and only then sends the keepalives on that stream.
+   * The lease then lives at least a TTL past the request's send (`anchorMs`), which is what the
+   * caller counts from. Why, in a cluster where a raft leader can be paused past an election:
+   *
+   * - A member that was raft leader, was paused, and resumes still believes it leads until a
+   *   message of the new term reaches it. In that window it answers keepalives from its own lease
+   *   table, and etcd's own guard against it (`ensureLeadership`) is skipped when the member
+   *   ticked within the last three ticks — which a resumed process does at once. The answer may
+   *   even carry the new term, learned a moment later (seen with etcd 3.6.16: RELIABILITY,
+   *   finding 4). So the keepalive's own answer cannot tell.
+   * - A linearizable request answered by member M shows that M is past that window: a deposed
+   *   leader cannot complete a ReadIndex or commit at its old term (a quorum has moved on), so
+   *   M has stepped down (or truly led, confirmed by a quorum) before it answers. A keepalive
+   *   sent to M afterwards is renewed by a leader of that term or a later one, or forwarded to
+   *   one.
+   * - Should that leader be deposed after confirming the request, its successor is elected
+   *   after that confirmation, so after the send, and etcd extends every lease by a whole TTL
+   *   when a leader takes office: the lease still lives a TTL past `anchorMs`.
+   *
+   * A keepalive answered at a raft term below the request's is refused all the same
+   * (`staleKeepalive`, the first form of this rule). Costs: one more round trip of latency per
+   * refresh (request, then keepalives), no more requests.
+   */
+  async vouched<R>(ids: readonly string[], request: (member: Rpc) => Promise<R>, termOf: (read: R) => number): Promise<Vouched<R>> {
+    if (this.closed) throw new StoreClosedError('etcd');
+    const route = this.current();
+    const anchorMs = performance.now();
+    let read: R;
+    try {
+      read = await request(route.member);
+    } catch (err) {
+      // A member that did not answer (frozen, unreachable, between leaders) is left: the next
+      // refresh opens a stream to the next member, as a keepalive timeout would have done. A
+      // lease found gone is the lease's doing, not the member's.
+      if (!leaseGone(err)) this.discard(route, unavailable('lease keepalive', err));
+      throw err;
+    }
+    if (route.dead) throw new StoreUnavailableError('etcd: lease keepalive stream lost before its refresh was sent');
+    const answers = await this.batch(ids, route);
+    const stale = staleKeepalive(answers.term, termOf(read));
+    if (stale) throw new StoreUnavailableError(stale);
+    return { answers, read, anchorMs };
   }
 
   /** close ends the streams; pending batches fail. */
@@ -105,11 +175,11 @@ export class KeepAliveStream {
     for (const channel of [...this.channels]) this.discard(channel, new StoreClosedError('etcd'));
   }
 
-  /** send writes one chunk and resolves with its answers, or fails after the call deadline. */
-  private send(ids: readonly string[]): Promise<KeepAliveAnswers> {
+  /** send writes one chunk on `channel` and resolves with its answers, or fails after the call deadline. */
+  private send(ids: readonly string[], channel: KeepAliveRoute): Promise<KeepAliveAnswers> {
     if (this.closed) return Promise.reject(new StoreClosedError('etcd'));
     if (ids.length === 0) return Promise.resolve({ ttls: [], term: Infinity });
-    const channel = this.current();
+    if (channel.dead) return Promise.reject(new StoreUnavailableError('etcd: lease keepalive stream lost'));
     return new Promise<KeepAliveAnswers>((resolve, reject) => {
       const first = channel.next;
       channel.next += ids.length;
@@ -153,12 +223,14 @@ export class KeepAliveStream {
    * another's answers — and a request that makes etcd wait (a lease that has expired but is not
    * yet revoked is answered only once it is) holds up one stream only.
    */
-  private current(): Channel {
-    let best: Channel | undefined;
+  private current(): KeepAliveRoute {
+    let best: KeepAliveRoute | undefined;
     for (const c of this.channels) if (!best || c.owed.size < best.owed.size) best = c;
     if (best && (best.owed.size === 0 || this.channels.length >= STREAMS)) return best;
-    const channel: Channel = {
-      opened: this.rpc.client.leaseClient.leaseKeepAlive(),
+    const member = this.members.length > 0 ? this.members[this.nextMember++ % this.members.length]! : this.rpc;
+    const channel: KeepAliveRoute = {
+      member,
+      opened: member.client.leaseClient.leaseKeepAlive(),
       owed: new Map(),
       batches: [],
       head: 0,
@@ -180,7 +252,7 @@ export class KeepAliveStream {
   }
 
   /** answer files one lease's answer with the oldest request for it still waiting. */
-  private answer(channel: Channel, id: string, ttl: number, term: number): void {
+  private answer(channel: KeepAliveRoute, id: string, ttl: number, term: number): void {
     if (channel.dead) return;
     const seq = takeOldest(channel.owed, id);
     if (seq === undefined) return; // not asked on this stream
@@ -209,7 +281,7 @@ export class KeepAliveStream {
    * discard fails every batch still waiting on the channel (`timedOut`, if given, with its own
    * reason) and ends the stream; late answers on it are ignored.
    */
-  private discard(channel: Channel, err: Error, timedOut?: Batch, timeoutErr?: Error): void {
+  private discard(channel: KeepAliveRoute, err: Error, timedOut?: Batch, timeoutErr?: Error): void {
     if (channel.dead) return;
     channel.dead = true;
     const i = this.channels.indexOf(channel);
@@ -263,14 +335,14 @@ export function endQuietly(stream: { end(): void; cancel(): void; on(event: 'err
 
 /**
  * staleKeepalive tells why a keepalive batch must not count as a renewal, or undefined if it may:
- * `keepaliveTerm` is the batch's term (KeepAliveAnswers.term), `requestTerm` the raft term of a
- * linearizable request (a txn that reads or writes) sent after the renewal began, i.e. after the
- * moment its elector counts the lease from. A lower keepalive term means the answer came from a
- * member that had lost leadership: its "TTL > 0" says nothing about the lease on the real leader.
+ * `keepaliveTerm` is the batch's term (KeepAliveAnswers.term), `requestTerm` the raft term of the
+ * linearizable request (a txn that reads or writes) answered before the keepalives were sent (see
+ * `vouched`). A lower keepalive term means the answer came from a member that had lost
+ * leadership: its "TTL > 0" says nothing about the lease on the real leader.
  * Refusing also when the term merely moved on (a raft election between the two answers) is safe:
  * the renewal is tried again, and the leader steps down by its own deadline if it keeps failing.
  */
 export function staleKeepalive(keepaliveTerm: number, requestTerm: number): string | undefined {
   if (!(keepaliveTerm < requestTerm)) return undefined;
-  return `etcd: a lease keepalive was answered at raft term ${keepaliveTerm}, older than the term ${requestTerm} of a request sent with it (a deposed leader answering from its own lease table); not counted as a renewal`;
+  return `etcd: a lease keepalive was answered at raft term ${keepaliveTerm}, older than the term ${requestTerm} of the request that vouched for it (a deposed leader answering from its own lease table); not counted as a renewal`;
 }

@@ -19,7 +19,8 @@ import { after, afterEach, describe, it } from 'node:test';
 import { StoreUnavailableError } from '../../../../src/core/errors.js';
 import type { LeaseRecord, LeaseStore, LeaseWrite } from '../../../../src/core/store.js';
 import { EtcdStore } from '../../../../src/stores/etcd/index.js';
-import { KeepAliveStream, type KeepAliveAnswers } from '../../../../src/stores/etcd/keepalive.js';
+import { KeepAliveStream, type KeepAliveAnswers, type KeepAliveRoute } from '../../../../src/stores/etcd/keepalive.js';
+import { Rpc } from '../../../../src/stores/etcd/client.js';
 import { acquireWrite, keepWrite } from '../../../../src/testing/conformance/context.js';
 import { EtcdServer, type EtcdLine } from '../../../../infra/servers/index.js';
 
@@ -32,13 +33,27 @@ const stores: LeaseStore[] = [];
 let deposed = false;
 let doctored = 0;
 const genuineBatch = KeepAliveStream.prototype.batch;
-KeepAliveStream.prototype.batch = async function (this: KeepAliveStream, ids: readonly string[]): Promise<KeepAliveAnswers> {
-  const answers = await genuineBatch.call(this, ids);
+KeepAliveStream.prototype.batch = async function (this: KeepAliveStream, ids: readonly string[], route?: KeepAliveRoute): Promise<KeepAliveAnswers> {
+  if (route) sentWhileVouching.push(vouchingInFlight);
+  const answers = await genuineBatch.call(this, ids, route);
   if (!deposed || !Number.isFinite(answers.term)) return answers;
   doctored++;
   // Its TTLs still say "alive": only the term gives the answer away.
   return { ttls: answers.ttls, term: answers.term - 1 };
 };
+
+/**
+ * The vouching requests (a renewal's txns, a claim's or a campaign's read) in flight, and, for
+ * each keepalive batch sent for a refresh, how many were in flight when it was sent.
+ */
+let vouchingInFlight = 0;
+const sentWhileVouching: number[] = [];
+const genuineCall = Rpc.prototype.call;
+Rpc.prototype.call = function <T>(this: Rpc, what: string, fn: Parameters<Rpc['call']>[1]): Promise<T> {
+  if (!/^(renew|claim |campaign )/.test(what)) return genuineCall.call(this, what, fn) as Promise<T>;
+  vouchingInFlight++;
+  return (genuineCall.call(this, what, fn) as Promise<T>).finally(() => vouchingInFlight--);
+} as Rpc['call'];
 
 function handle(): LeaseStore {
   const s = EtcdStore.fromUrl(server.url);
@@ -73,6 +88,7 @@ export async function etcdDeposedSuite(line: EtcdLine): Promise<void> {
   after(() => server.stop());
   after(() => {
     KeepAliveStream.prototype.batch = genuineBatch;
+    Rpc.prototype.call = genuineCall;
   });
   afterEach(async () => {
     deposed = false;
@@ -113,6 +129,35 @@ export async function etcdDeposedSuite(line: EtcdLine): Promise<void> {
       const claimed = await hb.queue!.campaign(lock, acquireWrite('b', 5_000), { claimWithinMs: 0 });
       assert.ok(claimed.ok, 'b leads once the answers carry the true term');
       assert.ok(Number(claimed.record.term) > Number(first.term), 'with a higher term');
+    });
+
+    // The second form of the rule (KeepAliveStream.vouched): a keepalive that counts is sent only
+    // once the linearizable request vouching for it has been answered — a deposed leader may
+    // stamp a stale answer with the new term, so the terms alone cannot tell.
+    it('every counted keepalive is sent after its vouching request was answered, never beside it', async () => {
+      const [ha, hb] = [handle(), handle()];
+      const lock = uniqueLock();
+      sentWhileVouching.length = 0;
+      const first = await lead(ha, lock, 'a');
+      const renewed = await ha.write(lock, first.revision, renewal(first, 'a'));
+      assert.ok(renewed.ok, 'a renews');
+      const more = [uniqueLock(), uniqueLock()];
+      const records = await Promise.all(more.map((l) => lead(ha, l, 'a')));
+      const many = await ha.renewMany!(more.map((l, i) => ({ lock: l, expected: records[i]!.revision, next: renewal(records[i]!, 'a') })));
+      assert.deepEqual(many.map((r) => r.ok), [true, true]);
+      // b queues, then claims after a's release (a read of its key, then a keepalive).
+      assert.equal((await hb.queue!.campaign(lock, acquireWrite('b', 5_000))).ok, false);
+      const released = await ha.write(lock, renewed.record.revision, { ...keepWrite(null, 5_000), acquiredAt: first.acquiredAt });
+      assert.ok(released.ok);
+      const claimed = await hb.queue!.campaign(lock, acquireWrite('b', 5_000), { claimWithinMs: 0 });
+      assert.ok(claimed.ok, 'b claims');
+      // A renewal, a batch renewal and a claim: three refreshes.
+      assert.ok(sentWhileVouching.length >= 3, `refreshes seen: ${sentWhileVouching.length}`);
+      assert.deepEqual(
+        sentWhileVouching.filter((n) => n > 0),
+        [],
+        'a keepalive was sent while the request vouching for it was still in flight',
+      );
     });
   });
 }
