@@ -14,7 +14,7 @@ import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
 import { HangStreak, recordStepDown } from './hang-backoff.js';
-import { acceptWrite, askAndAwaitAcceptance, giveWrite, handedTo, handoverAcceptedBy, handoverAskedOf, requestHandover, takeWrite, type HandoverOptions, type HandoverOutcome } from './handover.js';
+import { acceptWrite, askAndAwaitAcceptance, giveLease, handedTo, promisedTo, handoverAcceptedBy, handoverAskedOf, requestHandover, takeWrite, type HandoverOptions, type HandoverOutcome } from './handover.js';
 import { CandidateSide } from './candidate-side.js';
 
 export type { ElectedEvent, ElectorEvents, LeaderElectorOptions, LeaderEvent, RenewedEvent, StopReason, StoppedEvent } from './elector-events.js';
@@ -368,6 +368,17 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
         record = taken.current;
         continue;
       }
+      // 6. Our own record, promised to a successor whose give did not get through: give it now
+      // (our work stopped when we stepped down for it), never take it back as an orphan.
+      const promised = record && this.isOrphanOfOurs(record) ? promisedTo(record) : undefined;
+      if (promised && promised.instance !== this.instance) {
+        const given = await giveLease(this.store, this.lock, record!, promised, this.timing.leaseDurationMs, this.clock);
+        if (given.outcome === 'withdrawn') await this.releaseNow(given.record!);
+        if (given.outcome === 'given') this.observe(given.record);
+        if (given.outcome !== 'moved') break;
+        record = given.record;
+        continue;
+      }
       // 6. The leader was asked to hand over to us: accept, then wait for its record as usual.
       if (record && record.holder !== this.identity && handoverAskedOf(record) === this.identity && handoverAcceptedBy(record) === undefined) {
         const accepted = await this.store.write(this.lock, record.revision, acceptWrite(record, this.instance));
@@ -621,18 +632,14 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (current && current.holder === this.identity && current.term === record.term) await this.release(current);
   }
 
-  /** giveTo writes `record` (ours, our work stopped) to the successor that accepted; releases if it cannot. */
+  /** giveTo writes `record` (ours, our work stopped) to the successor that accepted; releases if it withdrew. */
   private async giveTo(record: LeaseRecord, to: { identity: string; instance: string }): Promise<void> {
     if (this.beforeRelease) await this.beforeRelease(record.term).catch((err) => this.reportError(err));
-    let expected = record;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const result = await this.store.write(this.lock, expected.revision, giveWrite(expected, to.identity, to.instance, this.timing.leaseDurationMs, this.clock.wallMs()));
-      if (result.ok) return this.observe(result.record);
-      const current = result.current !== undefined ? result.current : await this.store.read(this.lock);
-      if (!current || current.holder !== this.identity || current.term !== record.term) return;
-      if (handoverAcceptedBy(current) !== to.instance) return this.releaseNow(current);
-      expected = current;
-    }
+    const given = await giveLease(this.store, this.lock, record, to, this.timing.leaseDurationMs, this.clock);
+    if (given.outcome === 'given') return this.observe(given.record);
+    if (given.outcome === 'withdrawn') return this.releaseNow(given.record!);
+    // 'failed': still ours and promised; the next campaign step gives it (campaignForRecord).
+    if (given.outcome === 'failed') this.reportError(given.error ?? new StoreUnavailableError(`elector: could not hand "${this.lock}" to ${to.identity}`));
   }
 
   private stepDownAndRelease(l: Leadership, reason: StopReason): Promise<void> {

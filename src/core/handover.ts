@@ -100,6 +100,65 @@ export function giveWrite(record: LeaseRecord, to: string, instance: string, lea
   };
 }
 
+/**
+ * giveLease is step 3's write, for a leader whose work has stopped: `record` (ours, accepted by
+ * `to.instance`) written to `to` with a new term. A refused or failed write is looked at again,
+ * `tries` times at most: it is done (`given`) once the record names `to`; `moved` when the record
+ * is no longer ours at that term (nothing to give); `withdrawn` when it is ours but no longer
+ * accepted by that instance (the caller releases it instead); `failed` when the store did not
+ * let it through — the record is still ours and promised, and the caller tries again later (an
+ * elector's next campaign step does), or the successor waits it out as a held lease., or the successor waits it out.
+ */
+export async function giveLease(
+  store: LeaseStore,
+  lock: string,
+  record: LeaseRecord,
+  to: { readonly identity: string; readonly instance: string },
+  leaseDurationMs: number,
+  clock: Clock,
+  tries = 4,
+): Promise<{ readonly outcome: 'given' | 'moved' | 'withdrawn' | 'failed'; readonly record: LeaseRecord | null; readonly error?: unknown }> {
+  let expected: LeaseRecord | null = record;
+  let error: unknown;
+  for (let attempt = 0; attempt < tries; attempt++) {
+    if (attempt > 0) {
+      // A write that failed may have landed: read what is there before deciding again.
+      if (error !== undefined) await sleep(clock, 20 * attempt);
+      const current: LeaseRecord | null | undefined = expected ?? (await store.read(lock).catch((err: unknown) => void (error = err)));
+      if (current === undefined) continue;
+      if (current && current.holder === to.identity && handedTo(current) === to.instance) return { outcome: 'given', record: current };
+      if (!current || current.holder !== record.holder || current.term !== record.term) return { outcome: 'moved', record: current };
+      if (handoverAcceptedBy(current) !== to.instance) return { outcome: 'withdrawn', record: current };
+      expected = current;
+    }
+    const at: LeaseRecord = expected!;
+    expected = null;
+    try {
+      const result = await store.write(lock, at.revision, giveWrite(at, to.identity, to.instance, leaseDurationMs, clock.wallMs()));
+      if (result.ok) return { outcome: 'given', record: result.record };
+      error = undefined;
+      if (result.current !== undefined) expected = result.current;
+      // A lost compare-and-set whose current record is ours, same term, still accepted is tried
+      // again on it (a counter reservation refused, a late acceptance rewrite); read otherwise.
+      if (result.current === null) return { outcome: 'moved', record: null };
+    } catch (err) {
+      error = err;
+    }
+  }
+  return { outcome: 'failed', record: expected, error };
+}
+
+/**
+ * promisedTo: the successor (identity and instance) that accepted the handover asked in `record`,
+ * if any. Once its holder has stopped leading, such a record is owed to that successor (step 3
+ * not yet written): never an orphan for its holder to take back.
+ */
+export function promisedTo(record: LeaseRecord | null | undefined): { identity: string; instance: string } | undefined {
+  const instance = handoverAcceptedBy(record);
+  if (instance === undefined) return undefined;
+  return { identity: handoverAskedOf(record)!, instance };
+}
+
 /** takeWrite (step 4): the given record taken up by its successor, term kept. */
 export function takeWrite(record: LeaseRecord, leaseDurationMs: number, wallMs: number, metadata: HolderMetadata): LeaseWrite {
   return { ...sameRecordWith(record, metadata), leaseDurationMs, acquiredAt: wallMs, renewedAt: wallMs, stepDownRequested: false };
