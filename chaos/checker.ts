@@ -235,7 +235,8 @@ export function check(
   const allSamples = renewals.map((r) => r.rttMs);
   const rttAllMs = { p50: round1(percentile(allSamples, 50)), p99: round1(percentile(allSamples, 99)), max: round1(Math.max(...allSamples, 0)), samples: allSamples.length };
   // A standby that polls (no notifications) may wait up to pollMs between looks, not retryPeriod.
-  const boundMs = options.boundMs ?? round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
+  // A new leader that waits out a predecessor which did not release (etcd clusters) adds that wait.
+  const boundMs = options.boundMs ?? round1(timing.leaseDurationMs + (timing.pollMs ?? timing.retryPeriodMs) + (timing.predecessorWaitMs ?? 0) + (Number.isFinite(rttMs.p99) ? rttMs.p99 : 0));
 
   // 7. Leaderless gaps. While the store itself is broken nobody can lead, so a gap that a store
   //    fault overlaps is charged to it and timed from its heal; any other gap is charged to the

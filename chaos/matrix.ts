@@ -74,7 +74,7 @@ export interface Cell {
 /** cellFrom reads one chaos run's result as a matrix cell. */
 export function cellFrom(store: string, fault: string, r: ChaosResult): Cell {
   const u = r.faultLog.map((f) => f.unavailableMs ?? 0);
-  const bound = fault.startsWith('delay') || fault.startsWith('loss') ? round1(r.timing.leaseDurationMs + (r.timing.pollMs ?? r.timing.retryPeriodMs) + r.rttAllMs.p99) : r.boundMs;
+  const bound = fault.startsWith('delay') || fault.startsWith('loss') ? round1(r.timing.leaseDurationMs + (r.timing.pollMs ?? r.timing.retryPeriodMs) + (r.timing.predecessorWaitMs ?? 0) + r.rttAllMs.p99) : r.boundMs;
   const next = r.faultLog.flatMap((f) => (f.next ? [f.next] : []));
   const med = (xs: number[]) => round1(percentile(xs, 50));
   return {

@@ -132,6 +132,7 @@ export function parseChaosArgs(argv: string[]): ChaosOptions {
       retryPeriodMs: timing.retryPeriodMs,
       ...(kind.polls ? { pollMs: Math.round(timing.retryPeriodMs * (1 + timing.jitterFactor)) } : {}),
       ...(kind.queue ? { queue: true } : {}),
+      ...(kind.waitsOutPredecessor ? { predecessorWaitMs: timing.renewDeadlineMs } : {}),
     },
     writeEveryMs,
     shards,

@@ -28,7 +28,7 @@ export function renderReport(r: ChaosResult): string {
     `| closest handover (old leader's end → next acquiring write) | ${ms(r.minHandoverMarginMs)} |`,
     `| two processes believed they led | ${ms(r.believedOverlapMs)}${longest(r.believedOverlaps)}${byKind(r.believedOverlapByFault)} |`,
     `| store RTT (renewals outside faults) | p50 ${ms(r.rttMs.p50)}, p99 ${ms(r.rttMs.p99)}, max ${ms(r.rttMs.max)} (${r.rttMs.samples} samples) |`,
-    `| gap bound (lease + ${t.pollMs ? `longest poll wait ${t.pollMs} ms` : 'retry'} + RTT p99${r.shards ? ' + retry (member found dead)' : ''}) | ${ms(r.boundMs)} |`,
+    `| gap bound (lease + ${t.pollMs ? `longest poll wait ${t.pollMs} ms` : 'retry'}${t.predecessorWaitMs ? ` + predecessor wait ${t.predecessorWaitMs} ms` : ''} + RTT p99${r.shards ? ' + retry (member found dead)' : ''}) | ${ms(r.boundMs)} |`,
     `| longest leaderless gap after a heal | ${ms(r.maxLeaderlessMs)} |`,
     `| gaps over the bound | ${r.gapsOverBound.length} |`,
     ...(r.shards ? [shardLine(r)] : []),

@@ -35,6 +35,12 @@ export interface ChaosTiming {
    */
   pollMs?: number;
   /**
+   * For a store whose new leader waits out a predecessor that ended without a release (an etcd
+   * cluster's revocation guard, src/stores/etcd/revocation-guard.ts): that wait, a renew
+   * deadline. The leaderless-gap bound adds it.
+   */
+  predecessorWaitMs?: number;
+  /**
    * For a queue store (etcd, ZooKeeper): a candidate waits in line, and the call that finds it
    * at the front began while it waited — so a handover is judged from when that call returned.
    */
@@ -71,6 +77,8 @@ export interface ChaosStoreKind {
   readonly polls?: boolean;
   /** Whether it is a queue store (see ChaosTiming.queue). */
   readonly queue?: boolean;
+  /** Whether a new leader waits out a predecessor that did not release (see ChaosTiming.predecessorWaitMs). */
+  readonly waitsOutPredecessor?: boolean;
   /** Default timing for runs on this store. */
   readonly timing: ChaosTiming;
   /** start runs a fresh server (or file) under `dir`. */
@@ -146,6 +154,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     network: false,
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    waitsOutPredecessor: true,
     start: (dir) => startEtcdCluster(dir),
     storeFaults: CLUSTER_FAULTS,
     optInStoreFaults: ETCD_LEADER_FREEZE,
@@ -159,6 +168,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     network: false,
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
+    waitsOutPredecessor: true,
     start: (dir) => startEtcdCluster(dir, 'current'),
     storeFaults: CLUSTER_FAULTS,
     optInStoreFaults: ETCD_LEADER_FREEZE,

@@ -429,12 +429,13 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // 3. Enqueue; the store tells whether our entry is at the front. A front entry may be claimed
     // with no round trip if its lease's last checked refresh leaves a renewal's worth of time.
     const claimWithinMs = this.timing.renewDeadlineMs - this.timing.retryPeriodMs;
-    const result = await queue.campaign(this.lock, this.acquisition(this.observed?.record ?? null), { claimWithinMs });
+    const result = await queue.campaign(this.lock, this.acquisition(this.observed?.record ?? null), { claimWithinMs, renewDeadlineMs: this.timing.renewDeadlineMs });
     if (result.ok && result.leaseAgeMs !== undefined) {
-      // 4. Claimed on what the store already knew: the deadline counts from the refresh the
-      // lease was last known by, sent before this call. Renew at once, which also lets the store
-      // write the record it kept from when the entry queued.
-      this.accept(result.record, Math.min(startMs, this.clock.monotonicMs() - result.leaseAgeMs));
+      // 4. Claimed on a refresh the store names: the deadline counts from that refresh's send —
+      // one the store already knew of (before this call), or one it made after waiting for its
+      // predecessor (etcd's RevocationGuard). Renew at once, which also lets the store write the
+      // record it kept from when the entry queued.
+      this.accept(result.record, this.clock.monotonicMs() - result.leaseAgeMs);
       if (this.leadership) this.loop.again();
       return;
     }

@@ -206,6 +206,11 @@ export type CampaignResult = WriteResult & { readonly leaseAgeMs?: number };
  */
 export interface CampaignOptions {
   readonly claimWithinMs?: number;
+  /**
+   * The candidate's renew deadline: a store may keep it with the entry, for the candidate behind
+   * to wait out should this one's lease end early (etcd's RevocationGuard). Default: the lease duration.
+   */
+  readonly renewDeadlineMs?: number;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A queue store may claim a front entry with no round trip (CampaignResult.leaseAgeMs, e.g. etcd
  * on the delete event): the elector must count its deadline from the refresh the store names —
- * before the campaign call — not from the call, renew at once, and never lead on a claim whose
+ * not from the call — renew at once, and never lead on a claim whose
  * refresh is already past the renew deadline. A scripted queue store on the fake clock.
  */
 import assert from 'node:assert/strict';
@@ -52,7 +52,7 @@ test('a claim with no round trip: the deadline counts from the refresh the store
   const w = e.leadershipWindow()!;
   assert.equal(w.renewStartMs, now - 300, 'anchored 300 ms before the answer, not at the call');
   assert.equal(won.deadlineMs, now - 300 + TIMING.renewDeadlineMs);
-  assert.deepEqual(options[0], { claimWithinMs: TIMING.renewDeadlineMs - TIMING.retryPeriodMs });
+  assert.deepEqual(options[0], { claimWithinMs: TIMING.renewDeadlineMs - TIMING.retryPeriodMs, renewDeadlineMs: TIMING.renewDeadlineMs });
   await settle();
   assert.deepEqual(calls, ['campaign', 'renew'], 'renewed at once, with no timer');
   await e.stop();

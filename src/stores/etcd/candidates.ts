@@ -42,6 +42,12 @@ export interface Candidate {
    * written by the leader's first renewal, in the txn that checks the key anyway.
    */
   owedValue?: Buffer;
+  /**
+   * How this candidate reached the front, when the lock's watch saw it: the front key `key` right
+   * ahead of it deleted at `revision`, seen at monotonic `atMs`; that key's candidate declared the
+   * renew deadline `rdMs` (RevocationGuard).
+   */
+  frontBy?: { key: string; revision: string; atMs: number; rdMs?: number };
   /** Monotonic ms at which the background keepalive is next due (queued only). */
   dueMs: number;
 }

@@ -21,6 +21,11 @@ export interface EtcdLayoutOptions {
   ledgerPrefix?: string;
   /** Deadline of every etcd call, in ms. Default 2000. */
   callTimeoutMs?: number;
+  /**
+   * Whether a new leader waits out a predecessor whose lease ended without a release
+   * (RevocationGuard): `auto` (default) when the cluster has more than one member.
+   */
+  revocationGuard?: 'auto' | 'on' | 'off';
 }
 
 /** DEFAULT_LEDGER_PREFIX keeps ledger keys apart from candidate keys: lock names start with a letter or digit. */
@@ -31,10 +36,10 @@ export const DEFAULT_CALL_TIMEOUT_MS = 2000;
 export const DEFAULT_PORT = 2379;
 
 const URL_SHAPE = /^etcd:\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(?:\?([^#]*))?(?:#.*)?$/i;
-const KNOWN_PARAMS = ['prefix', 'ledgerPrefix', 'timeout', 'endpoints'];
+const KNOWN_PARAMS = ['prefix', 'ledgerPrefix', 'timeout', 'endpoints', 'revocationGuard'];
 
 /**
- * parseEtcdUrl reads `etcd://[user:password@]host[:port][,host[:port]…][/][?prefix=…&ledgerPrefix=…&timeout=2s&endpoints=h:p,…]`.
+ * parseEtcdUrl reads `etcd://[user:password@]host[:port][,host[:port]…][/][?prefix=…&ledgerPrefix=…&timeout=2s&endpoints=h:p,…&revocationGuard=auto|on|off]`.
  *
  * Several endpoints may be listed in the authority (`etcd://h1:2379,h2:2379`) when the URL is
  * given as text; a WHATWG `URL` object cannot hold such an authority, so `?endpoints=` names
@@ -70,6 +75,11 @@ export function parseEtcdUrl(input: URL | string): { connection: EtcdConnection;
   if (timeout !== null) {
     layout.callTimeoutMs = parseDuration(timeout, 'store: etcd ?timeout=');
     if (layout.callTimeoutMs < 50) throw new InvalidConfigError(`store: etcd ?timeout=${timeout} is too short (at least 50ms)`);
+  }
+  const guard = params.get('revocationGuard');
+  if (guard !== null) {
+    if (guard !== 'auto' && guard !== 'on' && guard !== 'off') throw new InvalidConfigError(`store: etcd ?revocationGuard=${guard} is not auto, on or off`);
+    layout.revocationGuard = guard;
   }
   return { connection: { hosts: endpoints.map(toHost), auth: parseUserinfo(userinfo) }, layout };
 }

@@ -6,6 +6,7 @@ import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
 import type { KeepAliveAnswers, KeepAliveStream } from './keepalive.js';
 import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
+import { withRenewDeadline, type RevocationGuard } from './revocation-guard.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
 const MAX_TXN_OPS = 128;
@@ -49,6 +50,7 @@ export class Election {
     private readonly layout: KeyLayout,
     private readonly registry: CandidateRegistry,
     private readonly keepalive: KeepAliveStream,
+    private readonly guard: RevocationGuard,
     /**
      * Told when this handle's candidates of `lock` changed (the lock's watch re-targets), with
      * the lock's candidates as just read, when the change came with such a read.
@@ -87,8 +89,11 @@ export class Election {
    * whether it leads: its key has the lowest create revision. From a leading answer on, its
    * lease lives only by renewals (see CandidateState).
    */
-  campaign(lock: string, next: LeaseWrite, options: CampaignOptions = {}): Promise<CampaignResult> {
-    const identity = next.holder!;
+  campaign(lock: string, write: LeaseWrite, options: CampaignOptions = {}): Promise<CampaignResult> {
+    const identity = write.holder!;
+    // The one behind this candidate reads its renew deadline from its key (RevocationGuard).
+    const next = withRenewDeadline(write, options.renewDeadlineMs);
+    const ownRdMs = options.renewDeadlineMs ?? write.leaseDurationMs;
     return this.registry.serial(lock, identity, async () => {
       let candidate = this.registry.get(lock, identity);
       // A candidate already reported as leading must not be handed its term a second time.
@@ -115,7 +120,7 @@ export class Election {
         if (i === 0 && candidate.state === 'queued') this.registry.setState(candidate, 'first');
       }
       if (candidate?.state === 'first') {
-        const claimed = await this.claim(candidate, next, options.claimWithinMs ?? 0);
+        const claimed = await this.claim(candidate, next, options.claimWithinMs ?? 0, ownRdMs);
         if (claimed) return claimed;
         // Its lease or key is gone: start over with a new lease.
         void this.retire(candidate);
@@ -124,7 +129,7 @@ export class Election {
       for (let attempt = 0; attempt < 2; attempt++) {
         const fresh = !candidate;
         const c = candidate ?? (await this.enlist(lock, identity, next.leaseDurationMs));
-        const result = await this.campaignOnce(c, next, fresh);
+        const result = await this.campaignOnce(c, next, fresh, ownRdMs);
         if (result) return result;
         // Its lease had expired (e.g. queued while nobody watched) or its key vanished: start
         // over with a new lease.
@@ -154,7 +159,15 @@ export class Election {
    * metadata are kept in `owedValue`, which the first renewal writes in the txn that checks the
    * key anyway (the elector renews at once after such a claim).
    */
-  private async claim(c: Candidate, next: LeaseWrite, withinMs: number): Promise<CampaignResult | undefined> {
+  private async claim(c: Candidate, next: LeaseWrite, withinMs: number, ownRdMs: number, marker?: IKeyValue | null): Promise<CampaignResult | undefined> {
+    if (await this.guard.enabled()) {
+      // Not before the predecessor has surely stopped (RevocationGuard); then a fresh refresh.
+      const waitMs = await this.predecessorWaitMs(c, ownRdMs, marker);
+      if (waitMs > 0) {
+        await this.waitKeepingAlive(c, waitMs);
+        withinMs = -1;
+      }
+    }
     if (!c.kv || c.checkedAtMs === undefined || !(performance.now() - c.checkedAtMs <= withinMs)) {
       // A read of the key, then a keepalive on the same member (see KeepAliveStream.vouched).
       const { answers, read: res, anchorMs } = await this.keepalive.vouched(
@@ -177,10 +190,45 @@ export class Election {
     return { ok: true, record: c.record, leaseAgeMs: performance.now() - c.checkedAtMs! };
   }
 
-  private async campaignOnce(c: Candidate, next: LeaseWrite, fresh: boolean): Promise<WriteResult | undefined> {
+  /**
+   * predecessorWaitMs is how long `c`, at the front, must still wait before it leads: 0 when its
+   * predecessor released, else until one renew deadline of that predecessor after `c` saw the
+   * front free (RevocationGuard). `marker`: the lock's marker as read before `c`'s key existed.
+   */
+  private async predecessorWaitMs(c: Candidate, ownRdMs: number, marker?: IKeyValue | null): Promise<number> {
+    const by = c.frontBy;
+    c.frontBy = undefined;
+    if (by) {
+      if (await this.guard.releasedAt(c.lock, by.key, by.revision)) return 0;
+      return by.atMs + (by.rdMs ?? ownRdMs) - performance.now();
+    }
+    // Found at the front by a read (ours, just answered): whoever led before went before now.
+    const seenMs = performance.now();
+    const known = marker !== undefined ? marker : await this.guard.readMarker(c.lock).catch(() => undefined);
+    if (known !== undefined && (await this.guard.releasedBefore(c.lock, known, c.createRevision))) return 0;
+    return seenMs + ownRdMs - performance.now();
+  }
+
+  /**
+   * waitKeepingAlive waits `ms` with `c`'s lease kept alive (a third of its TTL apart): a wait
+   * for a predecessor can be as long as a TTL, and `c` at the front is not kept alive otherwise.
+   * These keepalives count for nothing (the claim refreshes again after the wait).
+   */
+  private async waitKeepingAlive(c: Candidate, ms: number): Promise<void> {
+    const untilMs = performance.now() + ms;
+    for (let left = ms; left > 0; left = untilMs - performance.now()) {
+      await new Promise((r) => setTimeout(r, Math.min(left, (c.ttlSeconds * 1000) / 3)));
+      if (untilMs - performance.now() > 0) await this.keepalive.keepAlive([c.leaseId]).catch(() => undefined);
+    }
+  }
+
+  private async campaignOnce(c: Candidate, next: LeaseWrite, fresh: boolean, ownRdMs: number): Promise<CampaignResult | undefined> {
     const key = Buffer.from(c.key);
     const put = { request_put: { key, value: encodeValue(next, c.identity), lease: c.leaseId } };
     const range = { request_range: this.rangeOf(c.lock) };
+    // Guarded: the lock's marker is read first (before our put), and a created key marks it.
+    const guarded = await this.guard.enabled();
+    const marker = { request_range: { key: this.guard.markerKey(c.lock) } };
     const txn = (m: Rpc) =>
       m.call(`campaign "${c.lock}"`, (o) =>
         m.client.kv.txn(
@@ -188,8 +236,8 @@ export class Election {
             // Created only if absent, as etcd's Campaign does; an existing key of ours keeps
             // its place in the queue and gets the fresh value.
             compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-            success: [put, range],
-            failure: [put, range],
+            success: guarded ? [marker, put, this.guard.createdOp(c.lock, key), range] : [put, range],
+            failure: guarded ? [marker, put, range] : [put, range],
           },
           o,
         ),
@@ -213,7 +261,7 @@ export class Election {
       throw err;
     }
     if ((answers.ttls[0] ?? 0) === 0) return undefined;
-    const kvs = directCandidates(this.layout.lockPrefix(c.lock), res.responses[1]!.response_range.kvs);
+    const kvs = directCandidates(this.layout.lockPrefix(c.lock), res.responses[res.responses.length - 1]!.response_range.kvs);
     const mine = kvs.find((kv) => kv.key.equals(key));
     if (!mine) return undefined;
     c.createRevision = mine.create_revision;
@@ -223,6 +271,13 @@ export class Election {
     if (anchorMs !== undefined) c.checkedAtMs = anchorMs;
     // The txn read the lock's candidates after its put: the lock's watch can start from that.
     const seen = { kvs, revision: res.header.revision };
+    if (kvs[0] === mine && guarded) {
+      // At the front: led at once only if whoever led before surely stopped (RevocationGuard);
+      // claim() waits if not, and refreshes the lease after the wait.
+      this.registry.setState(c, 'first');
+      this.changed(c.lock, seen);
+      return this.claim(c, next, Infinity, ownRdMs, res.responses[0]!.response_range.kvs[0] ?? null);
+    }
     if (kvs[0] === mine) {
       this.registry.setState(c, 'leading');
       c.record = toRecord(c.lock, mine);
@@ -478,6 +533,9 @@ export class Election {
       key = leader.key;
       c = this.registry.withKey(key);
     }
+    // Guarded: the lock's marker says this key was released (RevocationGuard).
+    const deleted = { request_delete_range: { key, prev_kv: true } };
+    const success = (await this.guard.enabled()) ? [deleted, this.guard.releasedOp(lock, key)] : [deleted];
     const res = await this.rpc.call(`release "${lock}"`, (o) =>
       this.rpc.client.kv.txn(
         {
@@ -485,7 +543,7 @@ export class Election {
             { key, target: 'Create', result: 'Equal', create_revision: rev!.create },
             { key, target: 'Mod', result: 'Equal', mod_revision: rev!.mod },
           ],
-          success: [{ request_delete_range: { key, prev_kv: true } }],
+          success,
           failure: [{ request_range: this.rangeOf(lock) }],
         },
         o,

@@ -9,6 +9,8 @@
  *                                   acquiredAt, renewedAt, transitions, stepDownRequested,
  *                                   metadata}; attached to the candidate's own lease
  *   <prefix>_baton/ledger/<key>     a ledger entry (plain key, no lease)
+ *   <prefix>_baton/released/<lock>  on a cluster: `r:<key>` after a release, `c:<key>` after a
+ *                                   campaign created a key (see RevocationGuard)
  *
  * The leader is the candidate key with the lowest create revision; the fencing token (term) is
  * that create revision. etcd's revision counter is cluster-wide, persisted, and never goes back
@@ -34,6 +36,7 @@ import { KeyLayout, prefixEnd, toRecord } from './keys.js';
 import { EtcdLedger } from './ledger.js';
 import { Limiter } from './limiter.js';
 import { LockWatch } from './lock-watch.js';
+import { RevocationGuard } from './revocation-guard.js';
 import { WatchHub } from './watch-hub.js';
 
 export { parseEtcdUrl, type EtcdConnection, type EtcdLayoutOptions } from './config.js';
@@ -72,6 +75,8 @@ export class EtcdStore implements LeaseStore {
   private readonly members: readonly Rpc[];
   private readonly registry: CandidateRegistry;
   private readonly election: Election;
+  /** A new leader waits out a predecessor whose lease ended early (see RevocationGuard). */
+  readonly revocationGuard: RevocationGuard;
   private readonly hub: WatchHub;
   private readonly watches = new Map<string, LockWatch>();
   private readonly watchReads = new Limiter(WATCH_READS_IN_FLIGHT);
@@ -102,7 +107,8 @@ export class EtcdStore implements LeaseStore {
       (lock) => this.watches.has(lock),
       (c) => this.watches.get(c.lock)?.entryLost(),
     );
-    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, (lock, seen) => this.watches.get(lock)?.refresh(seen));
+    this.revocationGuard = new RevocationGuard(this.rpc, this.layout, options.revocationGuard ?? 'auto');
+    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, this.revocationGuard, (lock, seen) => this.watches.get(lock)?.refresh(seen));
     this.hub = new WatchHub(this.rpc);
     this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
     this.queue = Object.freeze({

@@ -145,6 +145,11 @@ function withoutEtcdFields(metadata: HolderMetadata): HolderMetadata {
   return rest;
 }
 
+/** parseStoredMetadata reads what baton stored in a candidate key (undefined for a foreign value). */
+export function parseStoredMetadata(raw: string): { metadata: HolderMetadata; leaseDurationMs: number } | undefined {
+  return parseStored(raw);
+}
+
 function parseStored(raw: string): StoredValue | undefined {
   if (!raw.startsWith('{')) return undefined;
   try {

@@ -3,6 +3,7 @@ import type { WatchListener } from '../../core/store.js';
 import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import type { CandidatesRead, Election } from './election.js';
 import { directCandidates, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
+import { renewDeadlineOf } from './revocation-guard.js';
 import type { Limiter } from './limiter.js';
 import type { WatchHub } from './watch-hub.js';
 
@@ -14,7 +15,7 @@ type Target =
    * The key just ahead of one of our queued candidates (`behind`): only its deletion matters.
    * `front`: the read it follows showed that key at the front, so its deletion puts `behind` there.
    */
-  | { kind: 'predecessor'; key: Buffer; behind: Candidate; front: boolean }
+  | { kind: 'predecessor'; key: Buffer; behind: Candidate; front: boolean; rdMs?: number }
   /** The lock is free: the first candidate key to appear. */
   | { kind: 'creation'; key: Buffer };
 
@@ -183,7 +184,8 @@ export class LockWatch {
       queued = true;
       noteKv(c, kvs[i]!);
       if (i > 0) {
-        add({ kind: 'predecessor', key: kvs[i - 1]!.key, behind: c, front: i === 1 });
+        const ahead = kvs[i - 1]!;
+        add({ kind: 'predecessor', key: ahead.key, behind: c, front: i === 1, rdMs: renewDeadlineOf(ahead) });
         continue;
       }
       add({ kind: 'leader', key: kvs[0]!.key });
@@ -257,6 +259,9 @@ export class LockWatch {
       // object with a new key, and is not matched here. Its elector claims it (Election.claim).
       const c = target.behind;
       if (this.registry.withKey(c.key) === c && c.state === 'queued') {
+        // What the revocation guard needs to know whether that key was released (RevocationGuard).
+        const deleted = events.find((e) => e.type === 'Delete')!;
+        c.frontBy = { key: target.key.toString(), revision: deleted.kv.mod_revision, atMs: performance.now(), ...(target.rdMs !== undefined ? { rdMs: target.rdMs } : {}) };
         this.registry.setState(c, 'first');
         this.emit(undefined);
       }

@@ -87,6 +87,18 @@ export function etcdClusterSuite(line: EtcdLine): void {
   // A keepalive counts only if the member that answers it had answered a linearizable request
   // first (KeepAliveStream.vouched): with every member in the URL, the request must go to the
   // member of the keepalive's stream, not wherever the client's pool would send it.
+  test(`etcd (${line}): the revocation guard is on by itself on a cluster, whichever member the URL names`, async () => {
+    // A URL naming one member of three, and one naming all: both see a cluster (suites/revocation-guard.ts proves the guard).
+    const one = EtcdStore.fromUrl(`etcd://${members[0]!.endpoint.replace(/^https?:\/\//, '')}`);
+    const all = EtcdStore.fromUrl(url);
+    stores.push(one, all);
+    assert.equal(await one.revocationGuard.enabled(), true);
+    assert.equal(await all.revocationGuard.enabled(), true);
+    const off = EtcdStore.fromUrl(`${url}?revocationGuard=off`);
+    stores.push(off);
+    assert.equal(await off.revocationGuard.enabled(), false);
+  });
+
   test(`etcd (${line}): a refresh's keepalive goes to the member that answered its vouching request`, async () => {
     const pairs: { request?: Rpc; keepalive: Rpc }[] = [];
     let lastRequest: Rpc | undefined;

@@ -4,6 +4,7 @@
  * its default timing (lease TTLs are whole seconds and at least 1.5 × the election timeout).
  * Store handles talk to etcd through a loopback TCP proxy so that `cutConnections` can drop them;
  * the watch stream shares the one gRPC connection, so there is no separate feed to cut.
+ * `revocationGuard: 'on'` runs it with the guard a cluster turns on by itself (RevocationGuard).
  */
 import { after } from 'node:test';
 import { Etcd3 } from 'etcd3';
@@ -12,7 +13,8 @@ import { EtcdStore } from '../../../../src/stores/etcd/index.js';
 import { EtcdServer, type EtcdLine } from '../../../../infra/servers/index.js';
 import { PartitionProxy } from '../../../../infra/proxy.js';
 
-export async function etcdConformance(line: EtcdLine): Promise<void> {
+export async function etcdConformance(line: EtcdLine, options: { revocationGuard?: 'on' } = {}): Promise<void> {
+  const guarded = options.revocationGuard === 'on';
   const server = await new EtcdServer(undefined, { line }).start();
   const proxy = new PartitionProxy(server.port);
   await proxy.listen();
@@ -22,8 +24,8 @@ export async function etcdConformance(line: EtcdLine): Promise<void> {
   });
 
   await storeConformanceSuite({
-    name: `etcd-${line}`,
-    makeStore: async () => EtcdStore.fromUrl(`etcd://127.0.0.1:${proxy.port}`),
+    name: `etcd-${line}${guarded ? '-guarded' : ''}`,
+    makeStore: async () => EtcdStore.fromUrl(`etcd://127.0.0.1:${proxy.port}${guarded ? '?revocationGuard=on' : ''}`),
     minLeaseMs: 2000,
     callTimeoutMs: 2_500,
     faults: {

@@ -326,7 +326,8 @@ export async function etcdProtocolSuite(of: EtcdLine): Promise<void> {
       assert.deepEqual(viaUrl.connection.hosts, ['http://h1:1', 'http://h2:2', 'http://h3:3']);
       assert.deepEqual(viaUrl.connection.auth, { username: 'u@x', password: 'p:w' });
       assert.equal(viaUrl.layout.ledgerPrefix, 'L/');
-      for (const bad of ['etcd://', 'etcd://h:0', 'etcd://h:99999', 'etcd://h/path', 'etcd://h?nope=1', 'etcd://h?timeout=5', 'etcd://user@h', 'http://h']) {
+      assert.equal(parseEtcdUrl('etcd://h?revocationGuard=off').layout.revocationGuard, 'off');
+      for (const bad of ['etcd://', 'etcd://h:0', 'etcd://h:99999', 'etcd://h/path', 'etcd://h?nope=1', 'etcd://h?timeout=5', 'etcd://user@h', 'http://h', 'etcd://h?revocationGuard=maybe']) {
         assert.throws(() => parseEtcdUrl(bad), (err: Error) => err instanceof InvalidConfigError && !err.message.includes('\n'), bad);
       }
     });
