@@ -91,10 +91,10 @@ export class Election {
    */
   campaign(lock: string, write: LeaseWrite, options: CampaignOptions = {}): Promise<CampaignResult> {
     const identity = write.holder!;
-    // The one behind this candidate reads its renew deadline from its key (RevocationGuard).
-    const next = withRenewDeadline(write, options.renewDeadlineMs);
     const ownRdMs = options.renewDeadlineMs ?? write.leaseDurationMs;
     return this.registry.serial(lock, identity, async () => {
+      // Guarded, the one behind this candidate reads its renew deadline from its key (RevocationGuard).
+      const next = (await this.guard.enabled()) ? withRenewDeadline(write, options.renewDeadlineMs) : write;
       let candidate = this.registry.get(lock, identity);
       // A candidate already reported as leading must not be handed its term a second time.
       // Its lease is revoked before it is forgotten: were the store unreachable (its elector
