@@ -748,7 +748,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
   /** waitForChange sleeps until `ms` from now, or the next notification, or the next poll. */
   private waitForChange(ms: number, untilRemoved = false): void {
     // 5. A feed that is down hears nothing: poll as on a store without watch until it is back. A
-    // live one that reports removals needs no timer to hear of one (safe: docs/PERFORMANCE.md).
+    // live one that reports removals needs no timer to hear of one (safe: docs/history/performance.md).
     const notifying = this.feedLive();
     if (notifying && untilRemoved && this.store.watchSeesExpiry) return this.loop.clear();
     this.loop.schedule(notifying ? ms : Math.min(ms, this.jittered()));

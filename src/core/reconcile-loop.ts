@@ -5,7 +5,7 @@ import { sharedTimers, type SharedTimers } from './shared-timers.js';
  * STEP_PENDING is what a step returns when it finishes later by calling the loop's `stepDone`
  * or `stepFailed` itself, instead of returning a promise. A leader's renewal is such a step: with
  * 10,000 leases held, a promise and async frame per renewal, alive while the batch is out, is
- * most of what the garbage collector copies (docs/PERFORMANCE.md).
+ * most of what the garbage collector copies (docs/history/performance.md).
  */
 export const STEP_PENDING: unique symbol = Symbol('step pending');
 

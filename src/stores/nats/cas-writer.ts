@@ -5,7 +5,7 @@
  * Why: `kv.update` goes through `nc.request`, which for every request builds a timeout error
  * and an async-trace Error up front and a "cancelled" error once the answer is in (three stack
  * captures), and arms its own timer; with 10,000 leases renewed every 2 s that was over a
- * quarter of the process's CPU (docs/PERFORMANCE.md, 10,000 leases). Here a write costs a map
+ * quarter of the process's CPU (docs/history/performance.md, 10,000 leases). Here a write costs a map
  * entry and one publish; timeouts share one timer (every write has the same bound, so their
  * deadlines come in the order they were sent and a queue suffices).
  *

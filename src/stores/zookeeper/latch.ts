@@ -136,7 +136,7 @@ export class Latch {
    * anchor of the leader's deadline: a write answered through the entry's session was heard by
    * the ensemble's leader after the campaign began, so the session (timeout ≥ leaseDurationMs)
    * and its nodes outlive the deadline. A read or a ping is answered by the member the client
-   * is connected to, which does not show that the leader heard the session (docs/PERFORMANCE.md).
+   * is connected to, which does not show that the leader heard the session (docs/history/performance.md).
    */
   private async claim(e: Entry, next: LeaseWrite): Promise<WriteResult | undefined> {
     for (let attempt = 0; attempt < 2; attempt++) {

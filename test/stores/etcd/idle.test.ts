@@ -2,7 +2,7 @@
  * Idle load on etcd: while a leader holds the lock and renews, a queued standby whose lock
  * watch is live makes no read, no campaign and no watch request over several lease durations.
  * What it still sends is its queue entry's lease keepalive — a place in etcd's election queue
- * lives only by its lease, as in etcd's own `concurrency.Election` (docs/PERFORMANCE.md).
+ * lives only by its lease, as in etcd's own `concurrency.Election` (docs/history/performance.md).
  *
  * Counted by the server: `/metrics` `grpc_server_msg_received_total` per gRPC method (a unary
  * call is one message, so is every message on a stream; the HTTP/2 PINGs that check the
