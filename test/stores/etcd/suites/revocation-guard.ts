@@ -43,6 +43,17 @@ export function etcdRevocationGuardSuite(line: EtcdLine, guard: 'on' | 'off' = '
     return { deadlineMs, revokedMs: performance.now() };
   };
 
+  /** leaderAndOneBehind: a leads `lock`, b is queued right behind it; bElected resolves when b leads. */
+  const leaderAndOneBehind = async (lock: string) => {
+    const a = elector(lock, 'a').start();
+    await a.elected();
+    const b = elector(lock, 'b');
+    const bElected = electedAt(b);
+    b.start();
+    await waitFor(() => b.leader()?.holder === 'a', 5000, 'b to queue behind a');
+    return { a, b, bElected };
+  };
+
   describe(`etcd (${line}): the revocation guard (${guard})`, () => {
     before(async () => {
       server = await new EtcdServer(undefined, { line }).start();
@@ -65,12 +76,7 @@ export function etcdRevocationGuardSuite(line: EtcdLine, guard: 'on' | 'off' = '
 
     it('a leader whose lease is revoked under it: the one behind leads only after that leader’s deadline', async () => {
       const lock = lockName('behind');
-      const a = elector(lock, 'a').start();
-      await a.elected();
-      const b = elector(lock, 'b');
-      const bElected = electedAt(b);
-      b.start();
-      await waitFor(() => b.leader()?.holder === 'a', 5000, 'b to queue behind a');
+      const { a, bElected } = await leaderAndOneBehind(lock);
       const { deadlineMs, revokedMs } = await revokeUnder(a);
       const atMs = await bElected;
       assert.ok(deadlineMs - revokedMs > TIMING.renewDeadlineMs / 2, `the revocation came ${Math.round(deadlineMs - revokedMs)} ms before a's deadline`);
@@ -94,12 +100,7 @@ export function etcdRevocationGuardSuite(line: EtcdLine, guard: 'on' | 'off' = '
 
     it('after a release the one behind leads at once, and so does a fresh candidate on a released lock', async () => {
       const lock = lockName('release');
-      const a = elector(lock, 'a').start();
-      await a.elected();
-      const b = elector(lock, 'b');
-      const bElected = electedAt(b);
-      b.start();
-      await waitFor(() => b.leader()?.holder === 'a', 5000, 'b to queue behind a');
+      const { a, b, bElected } = await leaderAndOneBehind(lock);
       const stopMs = performance.now();
       await a.stop();
       const handoverMs = (await bElected) - stopMs;
