@@ -23,6 +23,13 @@ export type {
   StoreCapabilities,
   WatchListener,
   HolderMetadata,
+  Ledger,
+  LedgerEntry,
+  LedgerPutResult,
+  LeaseQueue,
+  CampaignOptions,
+  CampaignResult,
+  RevisionRenewal,
 } from './core/store.js';
 export { isHeld } from './core/store.js';
 export { realClock, sleep, type Clock } from './core/clock.js';

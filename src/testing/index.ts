@@ -11,6 +11,9 @@ export {
   electionTests,
   lifecycleTests,
   faultTests,
+  renewRevisionsTests,
+  handoverTests,
+  rollingTests,
   type ConformanceOptions,
   type StoreFaults,
 } from './conformance/index.js';

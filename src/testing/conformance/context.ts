@@ -13,8 +13,6 @@ export interface ConformanceOptions {
   capabilities?: Partial<StoreCapabilities>;
   /** Shortest lease the store supports well, in ms (e.g. 1000 for etcd). Default 600. */
   minLeaseMs?: number;
-  /** Old name of `faults.restart`, still honoured. */
-  restart?: () => Promise<void>;
   /** Fault hooks: each one present turns on the scenarios that need it (see StoreFaults). */
   faults?: StoreFaults;
   /**
@@ -50,10 +48,9 @@ export interface StoreFaults {
   makeUnreachableStore?(): Promise<LeaseStore>;
 }
 
-/** faultsOf returns the fault hooks of `o`, with the old top-level `restart` folded in. */
+/** faultsOf returns the fault hooks of `o`, with `restart` made of `kill` and `start` when only those are given. */
 export function faultsOf(o: ConformanceOptions): StoreFaults {
   const faults = { ...o.faults };
-  if (!faults.restart && o.restart) faults.restart = o.restart;
   if (!faults.restart && faults.kill && faults.start) {
     const { kill, start } = faults;
     faults.restart = async () => {

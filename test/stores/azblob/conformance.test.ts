@@ -29,7 +29,6 @@ const options = {
   name: 'azblob',
   makeStore,
   minLeaseMs: 15_000,
-  restart: () => server.restart(),
   faults: {
     restart: () => server.restart(),
     // azurite forgets its last 5 s of writes on SIGKILL (Azure does not): "down" is a clean stop.
