@@ -59,6 +59,13 @@ describe('architecture', () => {
     assert.deepEqual(bad, []);
   });
 
+  it('the library folders import nothing from the CLI (the CLI maps their outcomes to exit codes)', () => {
+    const bad = ['src/aws', 'src/core', 'src/jobs', 'src/shards', 'src/stores'].flatMap((dir) =>
+      files(join(root, dir)).flatMap((f) => importsOf(f).filter((t) => t.startsWith('src/cli/')).map((t) => `${relative(root, f)} → ${t}`)),
+    );
+    assert.deepEqual(bad, []);
+  });
+
   it('the check itself sees imports (it would catch one)', () => {
     assert.ok(importsOf(join(root, 'src/stores/registry.ts')).includes('src/stores/redis/descriptor.ts'));
   });

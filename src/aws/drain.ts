@@ -17,7 +17,6 @@
 import { hostname as osHostname } from 'node:os';
 import { connectAws, type AwsApi } from './api.js';
 import { errorMessage, InvalidConfigError, LeaseLostError } from '../core/errors.js';
-import { ExitCode, exitCodeFor } from '../cli/exit-codes.js';
 import { requestStepDown, STEP_DOWN_INSTANCE_LEAVING } from '../core/step-down.js';
 import type { LeaseStore } from '../core/store.js';
 import { AwsRequestError } from './errors.js';
@@ -59,13 +58,18 @@ export interface LockHandOver {
   readonly error?: string;
 }
 
-/** DrainResult: per-lock outcomes, the lifecycle completion, and the exit code they add up to. */
+/**
+ * DrainResult: per-lock outcomes and the lifecycle completion, with the errors behind any
+ * failure (the CLI maps them to its exit code; the library names no exit codes).
+ */
 export interface DrainResult {
   readonly locks: LockHandOver[];
   readonly lifecycle: { readonly instanceId: string; readonly group: string; readonly hook: string } | null;
   readonly lifecycleError?: string;
-  /** 0 all done; 75 a holder did not release in time; 69 store or AWS unreachable; 78 refused or misconfigured. */
-  readonly exitCode: number;
+  /** The errors behind the `failed` hand-overs, in the order of `locks`. */
+  readonly handOverErrors: readonly unknown[];
+  /** The error behind `lifecycleError`, if any. */
+  readonly lifecycleCause?: unknown;
 }
 
 /** drainInstance hands over local leases, then completes the lifecycle action (see above). */
@@ -80,18 +84,14 @@ export async function drainInstance(options: DrainOptions): Promise<DrainResult>
   };
   const outcomes = await Promise.all(options.locks.map((lock) => handOver(store, options, lock, host, log)));
   const locks = outcomes.map((o) => o.result);
-  // A failure (69/78) says more than a slow holder (75); a lifecycle failure, below, says most.
-  const failed = outcomes.filter((o) => o.result.outcome === 'failed').map((o) => o.exitCode);
-  const exitCode: number =
-    failed.length > 0 ? Math.max(...failed) : outcomes.some((o) => o.result.outcome === 'timeout') ? ExitCode.tempFail : ExitCode.ok;
-  if (!options.hook) return { locks, lifecycle: null, exitCode };
+  const handOverErrors = outcomes.flatMap((o) => (o.result.outcome === 'failed' ? [o.cause] : []));
+  if (!options.hook) return { locks, lifecycle: null, handOverErrors };
   try {
     const lifecycle = await completeTermination(options, options.hook);
     log(`completed lifecycle action ${lifecycle.hook} for ${lifecycle.instanceId} in ${lifecycle.group}`);
-    return { locks, lifecycle, exitCode };
+    return { locks, lifecycle, handOverErrors };
   } catch (err) {
-    const code = exitCodeFor(err);
-    return { locks, lifecycle: null, lifecycleError: errorMessage(err), exitCode: code };
+    return { locks, lifecycle: null, lifecycleError: errorMessage(err), handOverErrors, lifecycleCause: err };
   }
 }
 
@@ -101,8 +101,8 @@ async function handOver(
   lock: string,
   host: string,
   log: (line: string) => void,
-): Promise<{ result: LockHandOver; exitCode: number }> {
-  const done = (result: LockHandOver, exitCode: number = ExitCode.ok) => ({ result, exitCode });
+): Promise<{ result: LockHandOver; cause?: unknown }> {
+  const done = (result: LockHandOver, cause?: unknown) => ({ result, cause });
   try {
     const store = await openStore();
     const record = await store.read(lock);
@@ -119,10 +119,8 @@ async function handOver(
     return done({ lock, outcome: 'released', holder, nowHeldBy: r.record?.holder ?? null });
   } catch (err) {
     log(`"${lock}": ${errorMessage(err)}`);
-    if (err instanceof LeaseLostError) return done({ lock, outcome: 'timeout', error: errorMessage(err) }, ExitCode.tempFail);
-    const mapped = exitCodeFor(err);
-    const code = mapped !== ExitCode.software ? mapped : ExitCode.unavailable;
-    return done({ lock, outcome: 'failed', error: errorMessage(err) }, code);
+    if (err instanceof LeaseLostError) return done({ lock, outcome: 'timeout', error: errorMessage(err) });
+    return done({ lock, outcome: 'failed', error: errorMessage(err) }, err);
   }
 }
 

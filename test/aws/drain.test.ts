@@ -14,6 +14,7 @@ import { LeaderElector } from '../../src/core/elector.js';
 import type { StoppedEvent } from '../../src/core/elector.js';
 import { SqliteStore } from '../../src/stores/sqlite/index.js';
 import { drainInstance } from '../../src/aws/drain.js';
+import { drainExitCode } from '../../src/cli/commands/aws.js';
 import { waitForTermination } from '../../src/aws/watch-termination.js';
 import { InstanceMetadata } from '../../src/aws/imds.js';
 import { AwsRequestError } from '../../src/aws/errors.js';
@@ -55,7 +56,7 @@ describe('drainInstance', () => {
       const r = await drainInstance({ store, locks: ['nightly-job', 'not-held'], hook: 'baton-drain', imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }) });
       const tookMs = performance.now() - t0;
       t.diagnostic(`drain (step-down, release, CompleteLifecycleAction) took ${tookMs.toFixed(0)} ms; lease ${LEASE.leaseDurationMs} ms`);
-      assert.equal(r.exitCode, 0);
+      assert.equal(drainExitCode(r), 0);
       assert.deepEqual(r.locks.map((l) => [l.lock, l.outcome]), [['nightly-job', 'released'], ['not-held', 'not-held-here']]);
       assert.deepEqual(await stopped, { term: 1, reason: 'step-down-requested', note: 'instance-leaving' }, 'the holder learns why: this instance is leaving');
       assert.deepEqual(r.lifecycle, { instanceId: id, group: 'drain-lib', hook: 'baton-drain' });
@@ -80,7 +81,7 @@ describe('drainInstance', () => {
       await remote.elected();
       fake.instance(id).lifecycle = 'Terminating:Wait';
       const r = await drainInstance({ store, locks: ['job'], hook: 'baton-drain', imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }) });
-      assert.equal(r.exitCode, 0);
+      assert.equal(drainExitCode(r), 0);
       assert.equal(r.locks[0]!.outcome, 'not-held-here');
       assert.equal(remote.isLeader(), true);
       assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
@@ -99,7 +100,7 @@ describe('drainInstance', () => {
       hook: 'baton-drain',
       imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }),
     });
-    assert.equal(r.exitCode, 69);
+    assert.equal(drainExitCode(r), 69);
     assert.deepEqual(r.locks, [{ lock: 'job', outcome: 'failed', error: 'store: connection refused' }]);
     assert.equal(fake.instance(id).lifecycle, 'Terminating:Proceed');
   });
@@ -107,7 +108,7 @@ describe('drainInstance', () => {
   test('no pending lifecycle action: AWS refuses, exit 78, after the hand-over', async () => {
     const id = newInstance('drain-early');
     const r = await drainInstance({ locks: [], hook: 'baton-drain', imds: new InstanceMetadata({ endpoint: await fake.metadataEndpoint(id) }) });
-    assert.equal(r.exitCode, 78);
+    assert.equal(drainExitCode(r), 78);
     assert.match(r.lifecycleError ?? '', /No active Lifecycle Action/);
   });
 });

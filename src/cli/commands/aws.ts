@@ -6,14 +6,14 @@
  */
 import { Command, Option } from 'commander';
 import { InvalidConfigError, UsageError } from '../../core/errors.js';
-import { ExitCode } from '../exit-codes.js';
+import { ExitCode, exitCodeFor } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity, validateLockName } from '../../core/options.js';
 import { CliExit, info, openCliStore, withOutputOptions, withStoreOption, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
 import { defaultStoreUrl, parseStoreUrl } from '../../stores/registry.js';
 import type { LeaseStore } from '../../core/store.js';
-import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination } from '../../aws/index.js';
+import { checkLeaderTag, checkLowest, connectAws, drainInstance, InstanceMetadata, leaderTagKey, reconcileGroup, resolveRegion, waitForTermination, type DrainResult } from '../../aws/index.js';
 
 /** AWS_STRATEGIES are the `is-leader --strategy` values served here. */
 export const AWS_STRATEGIES = ['asg-lowest', 'asg-tag'] as const;
@@ -174,13 +174,29 @@ async function runDrain(opts: DrainCliOptions): Promise<number> {
       group: opts.group,
       log: info,
     });
-    if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    const exitCode = drainExitCode(result);
+    if (opts.json) process.stdout.write(`${JSON.stringify({ locks: result.locks, lifecycle: result.lifecycle, lifecycleError: result.lifecycleError, exitCode })}\n`);
     for (const l of result.locks) if (l.outcome === 'not-held-here') info(`"${l.lock}" is not held on this host; nothing to hand over`);
     if (result.lifecycleError) info(result.lifecycleError);
-    return result.exitCode;
+    return exitCode;
   } finally {
     await store?.then((s) => s.close(), () => {});
   }
+}
+
+/**
+ * drainExitCode is what a drain adds up to: a lifecycle failure says most (its own code); then
+ * a failed hand-over (69 unreachable, 78 refused or misconfigured; an unexpected error counts as
+ * unreachable), then a holder that did not release in time (75); else 0.
+ */
+export function drainExitCode(r: DrainResult): number {
+  if (r.lifecycleError !== undefined) return exitCodeFor(r.lifecycleCause);
+  const failed = r.handOverErrors.map((err) => {
+    const code = exitCodeFor(err);
+    return code !== ExitCode.software ? code : ExitCode.unavailable;
+  });
+  if (failed.length > 0) return Math.max(...failed);
+  return r.locks.some((l) => l.outcome === 'timeout') ? ExitCode.tempFail : ExitCode.ok;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
