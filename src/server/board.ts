@@ -8,7 +8,7 @@ import { errorMessage } from '../core/errors.js';
 import type { LeaseRecord, LeaseStore } from '../core/store.js';
 import type { LeaderTracker, LeaderView } from './leader-view.js';
 import { sightingOf } from './leader-view.js';
-import { leaseView, type LeaseView } from './lease-view.js';
+import { leaseView, type LeaseView } from '../view/lease-view.js';
 import { scrubSecrets } from './redact.js';
 import type { Timeline } from './timeline.js';
 

@@ -10,7 +10,7 @@ import { BatonError, InvalidConfigError, LeaseLostError, StoreUnavailableError, 
 import type { LeaderElector } from '../core/elector.js';
 import { validateIdentity } from '../core/options.js';
 import type { Logger } from './log.js';
-import { readCandidatesView } from './candidates-view.js';
+import { readCandidatesView } from '../view/candidates-view.js';
 import { scrubSecrets } from './redact.js';
 
 type Json = (res: ServerResponse, status: number, body: unknown) => void;

@@ -5,7 +5,7 @@
 import { realClock, type Clock } from '../core/clock.js';
 import type { LeaderElector, LeaderEvent, StoppedEvent } from '../core/elector.js';
 import type { LeaseRecord } from '../core/store.js';
-import { leaseView } from './lease-view.js';
+import { leaseView } from '../view/lease-view.js';
 import type { Timeline, Sighting } from './timeline.js';
 
 /** LeaderView is the JSON `GET /leader` answers with. */

@@ -23,7 +23,7 @@ import { silentLogger, type Logger } from './log.js';
 import { scrubSecrets } from './redact.js';
 import { EventStream } from './sse.js';
 import { Timeline } from './timeline.js';
-import { shardGroupView } from './shards-view.js';
+import { shardGroupView } from '../view/shards-view.js';
 import { readShardGroup } from '../shards/status.js';
 import { candidatesRoute, handoverRoute } from './handover-routes.js';
 

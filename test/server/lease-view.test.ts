@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { leaseView } from '../../src/server/lease-view.js';
+import { leaseView } from '../../src/view/lease-view.js';
 import { toStatus } from '../../src/cli/commands/status.js';
 import { BatonProcess, TempDir, cleanEnv, runCli, waitFor } from '../harness/cli.js';
 import { SERVE_TIMING, getJson, startServe } from './serve-harness.js';

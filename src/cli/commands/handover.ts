@@ -6,7 +6,7 @@ import { validateIdentity } from '../../core/options.js';
 import { requestHandover } from '../../core/handover.js';
 import { listCandidates } from '../../core/candidates.js';
 import type { LeaseStore } from '../../core/store.js';
-import { deadLocalHolder } from '../../server/lease-view.js';
+import { deadLocalHolder } from '../../view/lease-view.js';
 import { CliExit, info, openCliStore, requireLock, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
 

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { ExitCode } from '../exit-codes.js';
-import { leaseView } from '../../server/lease-view.js';
+import { leaseView } from '../../view/lease-view.js';
 import { CliExit, openCliStore, requireLock, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
 import { validateIdentity } from '../../core/options.js';

@@ -3,7 +3,7 @@ import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { validateIdentity } from '../../core/options.js';
 import { requestStepDown } from '../../core/step-down.js';
-import { deadLocalHolder } from '../../server/lease-view.js';
+import { deadLocalHolder } from '../../view/lease-view.js';
 import { CliExit, info, openCliStore, requireLock, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
 

@@ -5,11 +5,11 @@ import { validateLockName } from '../../core/options.js';
 import { InvalidConfigError } from '../../core/errors.js';
 import { CliExit, openCliStore, storeLabel, storeTarget, withLockOption, withStoreOption, type CommonOptions } from '../common.js';
 import { examples } from '../help.js';
-import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../server/lease-view.js';
-import { renderShardGroup, shardGroupView } from '../../server/shards-view.js';
+import { deadLocalHolder, freeLeaseView, leaseView, type LeaseView } from '../../view/lease-view.js';
+import { renderShardGroup, shardGroupView } from '../../view/shards-view.js';
 import { readShardGroup } from '../../shards/status.js';
 import { describeStepDown, readStepDowns } from '../../core/hang-backoff.js';
-import { readCandidatesView, renderCandidates, type CandidatesView } from '../../server/candidates-view.js';
+import { readCandidatesView, renderCandidates, type CandidatesView } from '../../view/candidates-view.js';
 
 const STATUS_FIELDS = [
   'lock', 'holder', 'term', 'hostname', 'pid', 'acquiredAt', 'renewedAt', 'leaseDurationMs', 'expiresInMs', 'transitions', 'stepDownRequested', 'version',

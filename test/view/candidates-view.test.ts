@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CandidateInfo } from '../../src/core/candidates.js';
-import { candidatesView, renderCandidates } from '../../src/server/candidates-view.js';
+import { candidatesView, renderCandidates } from '../../src/view/candidates-view.js';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 const iso = (agoMs: number) => new Date(NOW - agoMs).toISOString();
