@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManagedServer, freePort, requireBinary, waitForPort } from './base.js';
 
@@ -8,7 +9,11 @@ import { ManagedServer, freePort, requireBinary, waitForPort } from './base.js';
 export class NatsServer extends ManagedServer {
   /** The monitoring port (/healthz, /varz). */
   monitorPort = 0;
-  constructor() {
+  /**
+   * @param authorization a nats-server `authorization { … }` block (users and their permissions),
+   *   written to a config file the server reads; its flags still set address, ports and JetStream.
+   */
+  constructor(private readonly authorization?: string) {
     super('nats');
     requireBinary(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server');
   }
@@ -17,11 +22,15 @@ export class NatsServer extends ManagedServer {
   }
   protected override async prepare(): Promise<void> {
     this.monitorPort = await freePort();
+    if (this.authorization) writeFileSync(join(this.dir, 'nats.conf'), `authorization ${this.authorization}\n`);
   }
   protected override command() {
     return {
       bin: requireBinary(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server'),
-      args: ['-a', this.host, '-p', String(this.port), '-m', String(this.monitorPort), '-js', '-sd', join(this.dir, 'jetstream'), '--server_name', 'baton-test'],
+      args: [
+        ...(this.authorization ? ['-c', join(this.dir, 'nats.conf')] : []),
+        ...['-a', this.host, '-p', String(this.port), '-m', String(this.monitorPort), '-js', '-sd', join(this.dir, 'jetstream'), '--server_name', 'baton-test'],
+      ],
     };
   }
   protected override async ready(): Promise<void> {

@@ -21,9 +21,9 @@
  *   buffer, so a compare-and-set is not sent long after the elector gave up on it.
  */
 import type { KV, KvEntry, NatsConnection, Status } from 'nats';
-import { StoreUnavailableError } from '../../core/errors.js';
+import { InvalidConfigError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
-import { translated } from '../kit/errors.js';
+import { oneLine, translated } from '../kit/errors.js';
 import { ClosedGuard } from '../kit/guard.js';
 import { withTimeout } from '../kit/timeout.js';
 import type { CasWriter } from './cas-writer.js';
@@ -145,7 +145,7 @@ export class NatsKvBackend implements CasBackend {
   private call<T>(what: string, run: () => Promise<T>, timeoutMs = this.options.timeoutMs): Promise<T> {
     this.guard.check();
     if (!this.connected) return Promise.reject(this.notConnected(what));
-    return translated('nats', what, () => withTimeout('nats', what, timeoutMs, run()));
+    return translated('nats', what, () => withTimeout('nats', what, timeoutMs, run().catch((err: unknown) => Promise.reject(refusal(what, err) ?? err))));
   }
 
   private notConnected(what: string): StoreUnavailableError {
@@ -168,6 +168,11 @@ export class NatsKvBackend implements CasBackend {
         if (s.type === 'reconnecting') this.options.pacer?.dialed();
         else if (s.type === 'disconnect') this.lost();
         else if (s.type === 'reconnect') this.regained();
+        else if (s.type === 'error') {
+          // A publish the user may not make: the writes waiting on it fail with the server's words.
+          const ctx = (s as { permissionContext?: { operation?: string; subject?: string } }).permissionContext;
+          if (ctx?.operation === 'publish' && ctx.subject) this.options.writer.refused(ctx.subject);
+        }
       }
     } catch {
       // the status feed ends with the connection; nc.closed() reports that
@@ -200,4 +205,13 @@ function isWrongSequence(err: unknown): boolean {
   const api = (cause as { api_error?: { err_code?: number } })?.api_error;
   if (api?.err_code === 10071) return true;
   return /wrong last sequence/i.test(String((cause as Error)?.message ?? ''));
+}
+
+/**
+ * refusal: the server refused `what` for the connection's permissions — one line with its own
+ * words, as a configuration error (exit 78; retrying cannot fix it). Undefined for anything else.
+ */
+function refusal(what: string, err: unknown): InvalidConfigError | undefined {
+  if ((err as { code?: unknown } | null)?.code !== 'PERMISSIONS_VIOLATION') return undefined;
+  return new InvalidConfigError(`nats: ${what}: ${oneLine(errorMessage(err))} (the server refused: the connection's user lacks that permission)`, { cause: err });
 }

@@ -18,7 +18,7 @@
  * timeout, the write may still have been applied: the caller treats the outcome as unknown.
  */
 import type { Msg, MsgHdrs, NatsConnection, NatsError, Subscription } from 'nats';
-import { StoreUnavailableError } from '../../core/errors.js';
+import { InvalidConfigError, StoreUnavailableError } from '../../core/errors.js';
 import { unavailable } from '../kit/errors.js';
 
 /** The parts of the nats package the writer needs (it is loaded lazily by index.ts). */
@@ -33,6 +33,8 @@ const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence';
 const WRONG_LAST_SEQUENCE = 10071;
 
 interface Pending {
+  /** The subject it was published to (a permission refusal names it). */
+  readonly subject: string;
   readonly resolve: (revision: string | null) => void;
   readonly reject: (err: Error) => void;
   readonly deadline: number;
@@ -92,17 +94,31 @@ export class CasWriter {
     const token = (this.nextToken++).toString(36);
     const h = this.sdk.headers();
     h.set(EXPECTED_LAST_SUBJECT_SEQUENCE, String(revision));
+    const subject = this.subjectPrefix + natsKey;
     return new Promise<string | null>((resolve, reject) => {
       try {
-        this.nc.publish(this.subjectPrefix + natsKey, value, { reply: this.inbox + token, headers: h });
+        this.nc.publish(subject, value, { reply: this.inbox + token, headers: h });
       } catch (err) {
         reject(unavailable('nats', err, 'update'));
         return;
       }
-      this.pending.set(token, { resolve, reject, deadline: performance.now() + this.timeoutMs });
+      this.pending.set(token, { subject, resolve, reject, deadline: performance.now() + this.timeoutMs });
       this.queue.push(token);
       this.timer ??= setTimeout(() => this.expire(), this.timeoutMs);
     });
+  }
+
+  /**
+   * refused fails the writes in flight to `subject` with the server's refusal: a publish the
+   * connection's user may not make is never answered (the server says so on the connection,
+   * not to the reply subject), so without this it would end as a bare timeout.
+   */
+  refused(subject: string): void {
+    for (const [token, w] of this.pending) {
+      if (w.subject !== subject) continue;
+      this.pending.delete(token);
+      w.reject(new InvalidConfigError(`nats: update: Permissions Violation for Publish to "${subject}" (the server refused: the connection's user may not write to the bucket)`));
+    }
   }
 
   /** close fails every write in flight and stops listening for answers. */
