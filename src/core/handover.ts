@@ -107,7 +107,7 @@ export function giveWrite(record: LeaseRecord, to: string, instance: string, lea
  * is no longer ours at that term (nothing to give); `withdrawn` when it is ours but no longer
  * accepted by that instance (the caller releases it instead); `failed` when the store did not
  * let it through — the record is still ours and promised, and the caller tries again later (an
- * elector's next campaign step does), or the successor waits it out as a held lease., or the successor waits it out.
+ * elector's next campaign step does), or the successor waits it out as a held lease.
  */
 export async function giveLease(
   store: LeaseStore,
