@@ -10,6 +10,7 @@
  */
 import { Option, type Command } from 'commander';
 import { InvalidConfigError } from '../core/errors.js';
+import { directedHandoverRefusal } from '../core/handover.js';
 import { PREFER_VALUES, validateAppVersion, type Prefer } from '../core/candidates.js';
 import type { CandidateOptions } from '../core/candidate-side.js';
 import type { LeaseStore } from '../core/store.js';
@@ -79,7 +80,7 @@ function parseLabels(words: readonly string[]): Record<string, string> {
  */
 export function checkCandidateStore(store: LeaseStore, candidate: CandidateOptions | undefined): string | undefined {
   if (!candidate) return undefined;
-  const queue = store.queue ? `the ${store.kind} store orders its leaders by its own queue` : undefined;
+  const queue = directedHandoverRefusal(store);
   const noLedger = !store.ledger ? `the ${store.kind} store has no ledger to keep the candidate registry in` : undefined;
   const why = queue ?? noLedger;
   if (why === undefined) return undefined;

@@ -91,7 +91,7 @@ export class CandidateSide {
   /** start registers, and listens to `events` for leadership (for the preference rule). */
   start(events?: LeadershipEvents): void {
     const { store, lock, identity, instance, clock, onError } = this.deps;
-    if (!store.ledger || store.queue) return;
+    if (!store.ledger) return;
     this.registration = new Registration(store.ledger, lock, identity, instance, this.profile, this.refreshMs, clock, onError);
     void this.registration.start();
     if (this.prefer && events) {
@@ -116,7 +116,7 @@ export class CandidateSide {
   }
 
   /**
-   * successor is the best live candidate other than this one, for a graceful stop: live by the
+   * successor is the best live candidate other than this one, for a graceful stop (undefined: release): live by the
    * beats this side counted, or (never counted) by a beat within 2.5 refresh periods of our wall
    * clock — only a guess, which the handover's acceptance step checks.
    */
@@ -126,7 +126,12 @@ export class CandidateSide {
     const counted = new Set(this.tracker.update(entries, this.deps.clock.monotonicMs()).map((x) => x.info.identity));
     const now = this.deps.clock.wallMs();
     const live = entries.filter((e) => counted.has(e.identity) || Date.parse(e.at) + e.refreshMs * 2.5 >= now);
-    return live.sort(successorOrder(this.prefer))[0]?.identity;
+    const ranked = live.sort(successorOrder(this.prefer));
+    // On a queue store the line decides among equals: a successor is named only when it ranks
+    // strictly above every other live candidate by the rule and priority (and app version), so
+    // a release, which hands the lease to the next in line, is not turned into steps back.
+    if (this.deps.store.queue && (ranked.length < 2 || successorOrder(this.prefer, false)(ranked[0]!, ranked[1]!) === 0)) return undefined;
+    return ranked[0]?.identity;
   }
 
   private schedule(ms: number): void {

@@ -122,14 +122,14 @@ export function compareCandidates(prefer: Prefer, a: Pick<CandidateInfo, 'appVer
 
 /**
  * successorOrder ranks candidates for a leader that is leaving anyway: by `prefer` first when
- * set, then priority, app version, and the latest start (the one likely to stay longest).
+ * set, then priority, app version, and (`byStart`) the latest start (the one likely to stay longest).
  */
-export function successorOrder(prefer: Prefer | undefined): (a: CandidateInfo, b: CandidateInfo) => number {
+export function successorOrder(prefer: Prefer | undefined, byStart = true): (a: CandidateInfo, b: CandidateInfo) => number {
   return (a, b) =>
     (prefer ? compareCandidates(prefer, b, a) : 0) ||
     compareCandidates('priority', b, a) ||
     compareCandidates('newest', b, a) ||
-    Math.sign(Date.parse(b.startedAt) - Date.parse(a.startedAt));
+    (byStart ? Math.sign(Date.parse(b.startedAt) - Date.parse(a.startedAt)) : 0);
 }
 
 /**

@@ -429,7 +429,20 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     // 3. Enqueue; the store tells whether our entry is at the front. A front entry may be claimed
     // with no round trip if its lease's last checked refresh leaves a renewal's worth of time.
     const claimWithinMs = this.timing.renewDeadlineMs - this.timing.retryPeriodMs;
-    const result = await queue.campaign(this.lock, this.acquisition(this.observed?.record ?? null), { claimWithinMs, renewDeadlineMs: this.timing.renewDeadlineMs });
+    const write = this.acquisition(this.observed?.record ?? null);
+    const options = { claimWithinMs, renewDeadlineMs: this.timing.renewDeadlineMs };
+    let result = await queue.campaign(this.lock, write, options);
+    // 6. The front asks a handover and our entry is right behind it (core/handover.ts): accept
+    // one asked of us; for one asked of a candidate queued behind us, step back to the end of
+    // the line; for one not (yet) queued, look again after a retry period.
+    let soon = false;
+    const front = !result.ok && result.waiting?.[0] === this.identity ? result.current : undefined;
+    const to = handoverAskedOf(front);
+    if (front && to !== undefined && this.state === 'running') {
+      if (to === this.identity) await this.acceptInQueue(front);
+      else if (result.waiting!.includes(to) && queue.requeue) result = await queue.requeue(this.lock, write, options);
+      else soon = true;
+    }
     if (result.ok && result.leaseAgeMs !== undefined) {
       // 4. Claimed on a refresh the store names: the deadline counts from that refresh's send —
       // one the store already knew of (before this call), or one it made after waiting for its
@@ -442,7 +455,17 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
     if (result.ok) return this.accept(result.record, startMs);
     if (this.state !== 'running') return;
     if (result.current !== undefined) this.observe(result.current);
+    if (soon) return this.loop.schedule(this.jittered());
     this.waitForChange((result.current?.leaseDurationMs ?? this.timing.leaseDurationMs) + this.timing.retryPeriodMs, !!result.current);
+  }
+
+  /** acceptInQueue writes our acceptance into `front`, which asks a handover to us (unless accepted already). */
+  private async acceptInQueue(front: LeaseRecord): Promise<void> {
+    let record: LeaseRecord | null | undefined = front;
+    for (let attempt = 0; attempt < 3 && record && handoverAskedOf(record) === this.identity && handoverAcceptedBy(record) === undefined; attempt++) {
+      const accepted: WriteResult = await this.store.write(this.lock, record.revision, acceptWrite(record, this.instance));
+      record = accepted.ok ? undefined : accepted.current;
+    }
   }
 
   /**

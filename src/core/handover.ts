@@ -2,6 +2,7 @@ import { realClock, sleep, type Clock } from './clock.js';
 import { InvalidConfigError, LeaseLostError } from './errors.js';
 import { HANDOVER_KEYS, type HolderMetadata, type LeaseRecord, type LeaseStore, type LeaseWrite, type WriteResult } from './store.js';
 import { readCandidate } from './candidates.js';
+import { releaseWrite } from './lease-writes.js';
 
 /**
  * Directed handover: the leader gives its lease to one named candidate, drain-first, so that this
@@ -26,13 +27,27 @@ import { readCandidate } from './candidates.js';
  * If the successor dies between 3 and 4, its record is never renewed and expires by ordinary
  * observation: the open election resumes one lease duration after the give at the latest.
  *
- * Queue stores (etcd, ZooKeeper) order their leaders by the queue itself: there the record is
- * the front entry and nobody but the queue picks the next one. They refuse directed handover.
+ * **Queue stores** (etcd, ZooKeeper: `queue.requeue`) order their leaders by the line itself: the
+ * record is the front entry's, the next leader is the entry right behind it, and nobody can jump
+ * the line. There the same four steps run with the line brought into order between 1 and 2:
+ *
+ * 1½. **Step back**: the candidate right behind the front (the only one the store wakes for the
+ *    ask) that is not ID leaves the line and queues again at its back (`queue.requeue`), once per
+ *    ask. The next one is then right behind, and so on, until ID is: with k candidates ahead of
+ *    ID, k re-queues. A peer that is not baton's (`etcdctl elect`, Curator) never steps back: the
+ *    acceptance then never comes and the question is taken back, as for a silent candidate.
+ * 2. **Accept** is written by ID only when it is right behind the front (`next`).
+ * 3. **Give** is a release of the front entry (work stopped first, as above): the entry right
+ *    behind, ID's, is at the front and leads with its own, later, term. New entries queue behind
+ *    it, so nobody can come between.
+ * 4. **Take** is ID's ordinary claim of the front.
+ * If ID dies between 2 and 3, the entry behind it leads after the release: an open outcome, as
+ * after an expiry.
  */
 
 /** directedHandoverRefusal: why `store` cannot do a directed handover, or undefined when it can. */
 export function directedHandoverRefusal(store: LeaseStore): string | undefined {
-  if (store.queue) return `${store.kind} orders its leaders by its own queue; leadership cannot be directed there`;
+  if (store.queue && !store.queue.requeue) return `${store.kind} orders its leaders by its own queue; leadership cannot be directed there`;
   return undefined;
 }
 
@@ -108,6 +123,9 @@ export function giveWrite(record: LeaseRecord, to: string, instance: string, lea
  * accepted by that instance (the caller releases it instead); `failed` when the store did not
  * let it through — the record is still ours and promised, and the caller tries again later (an
  * elector's next campaign step does), or the successor waits it out as a held lease.
+ *
+ * On a queue store the give is a release of the front entry (see 3 above): `given` then carries
+ * the released record, and the successor, right behind, claims the front.
  */
 export async function giveLease(
   store: LeaseStore,
@@ -134,7 +152,8 @@ export async function giveLease(
     const at: LeaseRecord = expected!;
     expected = null;
     try {
-      const result = await store.write(lock, at.revision, giveWrite(at, to.identity, to.instance, leaseDurationMs, clock.wallMs()));
+      const give = store.queue ? releaseWrite(at, clock.wallMs()) : giveWrite(at, to.identity, to.instance, leaseDurationMs, clock.wallMs());
+      const result = await store.write(lock, at.revision, give);
       if (result.ok) return { outcome: 'given', record: result.record };
       error = undefined;
       if (result.current !== undefined) expected = result.current;

@@ -196,8 +196,12 @@ export interface StoreCapabilities {
  * its own: the entry's lease was last known refreshed — a request that the server answered, and
  * that was *sent* this many ms before the answer — and not after the campaign call began. The
  * elector then counts its leadership from that send, not from the call (rule 4 of the elector).
+ *
+ * `waiting` (only without `ok`, on a store with `queue.requeue`, and only when the front's record
+ * asks a handover) is the holders waiting behind the front, in the order they will lead: the
+ * first leads next unless it leaves the line (directed handover, LeaseQueue.requeue).
  */
-export type CampaignResult = WriteResult & { readonly leaseAgeMs?: number };
+export type CampaignResult = WriteResult & { readonly leaseAgeMs?: number; readonly waiting?: readonly string[] };
 
 /**
  * CampaignOptions: `claimWithinMs` is the oldest a front entry's last checked lease refresh may
@@ -247,6 +251,20 @@ export interface LeaseQueue {
    * with a compare-and-set `write` (holder null) by the one that knows it leads.
    */
   withdraw(lock: string, holder: string): Promise<void>;
+  /**
+   * requeue moves `candidate.holder`'s waiting entry for `lock` on this handle to the back of the
+   * line, and answers as campaign does: the entry is withdrawn, then enqueued again (a new entry,
+   * so a new place and, should it lead, a new term). A leading entry is left alone.
+   *
+   * A queue store that has it supports directed handover (core/handover.ts): nobody can jump a
+   * queue, so the candidates between the leader and the named successor step back one by one.
+   * Such a store also (1) answers `waiting` on a campaign that does not lead, (2) calls the lock's
+   * listeners of the entry right behind the front when the front's record changes to ask a
+   * handover (and when an entry reaches that place behind a front that already asks one), and
+   * (3) lets any handle rewrite the front record's metadata by compare-and-set (`write` with the
+   * holder and term kept), as a compare-and-set store does.
+   */
+  requeue?(lock: string, candidate: LeaseWrite, options?: CampaignOptions): Promise<CampaignResult>;
 }
 
 /**

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseDuration } from '../core/duration.js';
 import { BatonError, InvalidConfigError, LeaseLostError, StoreUnavailableError, errorMessage } from '../core/errors.js';
+import { directedHandoverRefusal } from '../core/handover.js';
 import type { LeaderElector } from '../core/elector.js';
 import { validateIdentity } from '../core/options.js';
 import type { Logger } from './log.js';
@@ -42,9 +43,8 @@ export function handoverRoute(elector: LeaderElector, json: Json, log: Logger) {
     } catch (err) {
       return json(res, 400, { outcome: 'bad-request', lock, error: errorMessage(err) });
     }
-    if (elector.store.queue) {
-      return json(res, 501, { outcome: 'unsupported', lock, error: `the ${elector.store.kind} store picks its leaders by its own queue: a directed handover is not possible there (POST /step-down hands over to the next in line)` });
-    }
+    const refusal = directedHandoverRefusal(elector.store);
+    if (refusal) return json(res, 501, { outcome: 'unsupported', lock, error: `${refusal} (POST /step-down hands over to the next in line)` });
     log('info', 'handover', `handover of "${lock}" to ${to} requested`, { lock, to, ...(from !== undefined ? { from } : {}) });
     try {
       const r = await elector.handover(to, { from, timeoutMs, ackTimeoutMs: Math.min(elector.timing.leaseDurationMs, timeoutMs / 2) });
@@ -65,8 +65,7 @@ export function candidatesRoute(elector: LeaderElector, json: Json) {
   return async (_req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const view = await readCandidatesView(elector.store, elector.lock, elector.leader()?.holder ?? null);
     if (!view) {
-      const why = elector.store.queue ? 'picks its leaders by its own queue' : 'has no ledger';
-      return json(res, 200, { lock: elector.lock, registry: false, why: `the ${elector.store.kind} store ${why}: no candidate registry`, candidates: [] });
+      return json(res, 200, { lock: elector.lock, registry: false, why: `the ${elector.store.kind} store has no ledger: no candidate registry`, candidates: [] });
     }
     return json(res, 200, { registry: true, ...view });
   };

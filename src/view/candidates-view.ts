@@ -87,10 +87,10 @@ export function candidatesView(lock: string, entries: readonly CandidateInfo[], 
 
 /**
  * readCandidatesView reads `lock`'s registry from the store's ledger: undefined when the store
- * keeps no registry (no ledger, or a queue store).
+ * keeps no registry (no ledger).
  */
 export async function readCandidatesView(store: LeaseStore, lock: string, holder: string | null, nowWallMs = Date.now()): Promise<CandidatesView | undefined> {
-  if (!store.ledger || store.queue) return undefined;
+  if (!store.ledger) return undefined;
   return candidatesView(lock, await listCandidates(store.ledger, lock), holder, nowWallMs);
 }
 

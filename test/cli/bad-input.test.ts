@@ -153,13 +153,6 @@ for (const url of [`postgres://postgres@127.0.0.1:${closedPort}/postgres`, `redi
   CASES.push({ name: `is-leader against ${scheme} on a closed port`, args: ['is-leader', '--store', url, '--lock', 'job'], code: 69, names: new RegExp(`${scheme}|127\\.0\\.0\\.1`), skip });
 }
 
-// A queue store (etcd) picks its leaders by its queue: no directed handover, no preference rule
-// (78, said before any request: the etcd client connects lazily).
-CASES.push(
-  config('handover on a queue store', ['handover', '--store', `etcd://127.0.0.1:${closedPort}`, '--lock', 'job', '--to', 'b'], /handover: the etcd store picks its leaders by its own queue/),
-  config('--prefer on a queue store', ['run', '--store', `etcd://127.0.0.1:${closedPort}`, '--lock', 'job', '--prefer', 'newest', '--', 'true'], /--prefer: the etcd store orders its leaders by its own queue/),
-);
-
 // Another process holds an exclusive lock on this database for the whole suite.
 let locker: ReturnType<typeof spawn> | undefined;
 before(async () => {

@@ -3,7 +3,7 @@ import { ExitCode } from '../exit-codes.js';
 import { parseDuration } from '../../core/duration.js';
 import { InvalidConfigError, LeaseLostError, UsageError } from '../../core/errors.js';
 import { validateIdentity } from '../../core/options.js';
-import { requestHandover } from '../../core/handover.js';
+import { directedHandoverRefusal, requestHandover } from '../../core/handover.js';
 import { listCandidates } from '../../core/candidates.js';
 import type { LeaseStore } from '../../core/store.js';
 import { deadLocalHolder } from '../../view/lease-view.js';
@@ -29,8 +29,8 @@ export function register(program: Command): void {
         '--app-version, --priority, --label or --prefer; see baton status). ID has the lease duration (at most ' +
         'half of --timeout) to accept; if it does not, the question is taken back and nothing changes. ' +
         'Exit 0 once ID leads (also when it already did), 1 if ID is not a live candidate or nobody (or not ' +
-        '--from) holds the lock, 75 if not done within --timeout or the lease moved elsewhere meanwhile, 78 on ' +
-        'a queue store (etcd, zk), which picks its leaders by its own queue.',
+        '--from) holds the lock, 75 if not done within --timeout or the lease moved elsewhere meanwhile. On etcd ' +
+        'and zk the candidates queued ahead of ID step back behind it first.',
     );
   withStoreOption(cmd);
   withLockOption(cmd);
@@ -64,9 +64,8 @@ export function register(program: Command): void {
 
 /** handover runs one directed handover and says how it ended; returns the exit code. */
 async function handover(store: LeaseStore, lock: string, to: string, from: string | undefined, timeoutMs: number, timeoutText: string): Promise<number> {
-  if (store.queue) {
-    throw new InvalidConfigError(`handover: the ${store.kind} store picks its leaders by its own queue, so a directed handover is not possible there (baton release hands over to the next in line)`);
-  }
+  const refusal = directedHandoverRefusal(store);
+  if (refusal) throw new InvalidConfigError(`handover: ${refusal} (baton release hands over to the next in line)`);
   const before = await store.read(lock);
   const gone = before?.holder ? deadLocalHolder(before) : undefined;
   if (gone) info(`"${lock}": ${before!.holder}'s process (pid ${gone}) is not running on this host; its lease is no longer renewed, and it cannot hand over`);

@@ -48,6 +48,8 @@ export interface Candidate {
    * renew deadline `rdMs` (RevocationGuard).
    */
   frontBy?: { key: string; revision: string; atMs: number; rdMs?: number };
+  /** The revision of the front key at which this candidate's elector was last told of a handover asked. */
+  askSeen?: string;
   /** Monotonic ms at which the background keepalive is next due (queued only). */
   dueMs: number;
 }

@@ -5,8 +5,9 @@ import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js'
 import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
 import type { KeepAliveAnswers, KeepAliveStream } from './keepalive.js';
-import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
+import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, sameStoredMetadata, toRecord, type KeyLayout } from './keys.js';
 import { withRenewDeadline, type RevocationGuard } from './revocation-guard.js';
+import { handoverAskedOf } from '../../core/handover.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
 const MAX_TXN_OPS = 128;
@@ -114,7 +115,7 @@ export class Election {
         if (i >= 0) noteKv(candidate, seen.kvs[i]!);
         if (i > 0) {
           this.changed(lock, seen);
-          return { ok: false, current: toRecord(lock, seen.kvs[0]!) };
+          return waitingAnswer(lock, seen.kvs);
         }
         // The read shows it at the front: claimed below, like one the watch found there.
         if (i === 0 && candidate.state === 'queued') this.registry.setState(candidate, 'first');
@@ -286,7 +287,7 @@ export class Election {
     }
     this.registry.setState(c, 'queued');
     this.changed(c.lock, seen);
-    return { ok: false, current: toRecord(c.lock, kvs[0]!) };
+    return waitingAnswer(c.lock, kvs);
   }
 
   /** withdraw retires `holder`'s candidate of `lock` on this handle unless it leads (a leader releases). */
@@ -295,6 +296,16 @@ export class Election {
       const c = this.registry.get(lock, holder);
       if (c && c.state !== 'leading') await this.retire(c);
     });
+  }
+
+  /**
+   * requeue moves `write.holder`'s waiting candidate of `lock` to the back of the line (directed
+   * handover, core/handover.ts): its lease is revoked, deleting its key, and it campaigns again
+   * with a fresh lease, so with a key of a later create revision. A leading one is left alone.
+   */
+  async requeue(lock: string, write: LeaseWrite, options: CampaignOptions = {}): Promise<CampaignResult> {
+    await this.withdraw(lock, write.holder!);
+    return this.campaign(lock, write, options);
   }
 
   /** enlist grants a lease for a new candidate: TTL = leaseDurationMs rounded up to whole seconds. */
@@ -352,6 +363,8 @@ export class Election {
     const c = this.registry.get(lock, next.holder);
     const r = c?.record;
     if (!c || c.state !== 'leading' || !r || r.revision !== expected || r.stepDownRequested !== next.stepDownRequested) return undefined;
+    // A changed metadata (a handover asked or accepted) is a rewrite, not a renewal.
+    if (next.metadata !== r.metadata && !sameStoredMetadata(next.metadata, r.metadata)) return undefined;
     return c;
   }
 
@@ -462,8 +475,9 @@ export class Election {
 
   /**
    * rewrite handles a write by a handle that does not hold the candidate (e.g. setting the
-   * step-down flag from the CLI): compare with the leader, then rewrite its value keeping its
-   * lease, or — if only renewedAt would change — keep its lease alive.
+   * step-down flag from the CLI, asking or accepting a handover) and a leader's own write of a
+   * new flag or metadata: compare with the leader, then rewrite its value keeping its lease, or
+   * — if only renewedAt would change — keep its lease alive.
    */
   private async rewrite(lock: string, expected: string, next: LeaseWrite): Promise<WriteResult> {
     const { kvs } = await this.candidates(lock);
@@ -471,7 +485,7 @@ export class Election {
     const leader = kvs[0];
     if (!current || !leader || current.revision !== expected || current.holder !== next.holder) return { ok: false, current };
     const local = this.registry.withKey(leader.key);
-    if (next.stepDownRequested === current.stepDownRequested) {
+    if (next.stepDownRequested === current.stepDownRequested && sameStoredMetadata(next.metadata, current.metadata)) {
       // The read above was not sent to a member a keepalive stream is open to: a second read,
       // on such a member, vouches for the keepalive sent after it (rare path: a handle renewing
       // a lease it did not campaign for).
@@ -595,6 +609,16 @@ export class Election {
     const key = Buffer.from(this.layout.lockPrefix(lock));
     return { key, range_end: prefixEnd(key), sort_order: 'Ascend', sort_target: 'Create' };
   }
+}
+
+/**
+ * waitingAnswer is a campaign's answer for a candidate waiting in `kvs` (the lock's keys, oldest
+ * first): the front's record, and — when it asks a handover — who waits behind it, in order.
+ */
+function waitingAnswer(lock: string, kvs: readonly IKeyValue[]): CampaignResult {
+  const current = toRecord(lock, kvs[0]!);
+  if (handoverAskedOf(current) === undefined) return { ok: false, current };
+  return { ok: false, current, waiting: kvs.slice(1).map((kv) => toRecord(lock, kv).holder!) };
 }
 
 /** modRevisionOf is the mod revision in a `create:mod` revision of ours. */

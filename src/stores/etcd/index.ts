@@ -121,6 +121,11 @@ export class EtcdStore implements LeaseStore {
         this.guard();
         return this.election.withdraw(lock, holder);
       },
+      requeue: async (lock: string, candidate: LeaseWrite, options?: CampaignOptions): Promise<CampaignResult> => {
+        this.guard();
+        if (candidate.holder === null) throw new InvalidConfigError('etcd: a campaign needs a holder');
+        return this.election.requeue(lock, candidate, options);
+      },
     });
   }
 

@@ -139,6 +139,14 @@ export function toRecord(lock: string, kv: IKeyValue): LeaseRecord {
   });
 }
 
+/** sameStoredMetadata: `a` and `b` store the same metadata (what toRecord adds aside). */
+export function sameStoredMetadata(a: HolderMetadata, b: HolderMetadata): boolean {
+  const x = withoutEtcdFields(a);
+  const y = withoutEtcdFields(b);
+  const keys = Object.keys(x);
+  return keys.length === Object.keys(y).length && keys.every((k) => Object.is(x[k], y[k]) || JSON.stringify(x[k]) === JSON.stringify(y[k]));
+}
+
 /** withoutEtcdFields drops what toRecord adds, so it is never stored back stale. */
 function withoutEtcdFields(metadata: HolderMetadata): HolderMetadata {
   const { etcdKey: _key, etcdLease: _lease, ...rest } = metadata;

@@ -4,6 +4,7 @@ import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js'
 import type { CandidatesRead, Election } from './election.js';
 import { directCandidates, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 import { renewDeadlineOf } from './revocation-guard.js';
+import { handoverAskedOf } from '../../core/handover.js';
 import type { Limiter } from './limiter.js';
 import type { WatchHub } from './watch-hub.js';
 
@@ -12,8 +13,9 @@ type Target =
   /** The current leader's key: a put (step-down flag) or its deletion changes who leads. */
   | { kind: 'leader'; key: Buffer }
   /**
-   * The key just ahead of one of our queued candidates (`behind`): only its deletion matters.
-   * `front`: the read it follows showed that key at the front, so its deletion puts `behind` there.
+   * The key just ahead of one of our queued candidates (`behind`): its deletion matters, and if
+   * `front` (the read it follows showed that key at the front, so its deletion puts `behind`
+   * there) a put that asks a handover too.
    */
   | { kind: 'predecessor'; key: Buffer; behind: Candidate; front: boolean; rdMs?: number }
   /** The lock is free: the first candidate key to appear. */
@@ -31,6 +33,9 @@ const MAX_BACKOFF_MS = 1000;
  *   the listeners are woken at once, with no read (its elector then claims it with no write:
  *   Election.claim). Otherwise it reads again and either finds a new predecessor or finds its
  *   candidate at the front, and only then wakes the listeners;
+ * - directed handover (core/handover.ts): the candidate right behind the front also hears the
+ *   front's puts, and is woken once per revision that asks a handover, to answer it; the one two
+ *   behind also watches the front's deletion, after which it is right behind (a read re-targets);
  * - with no queued candidate here (or when the leader is this handle's), the current leader key
  *   (puts and deletion), or, when the lock is free, the creation of the first candidate key.
  *
@@ -186,6 +191,10 @@ export class LockWatch {
       if (i > 0) {
         const ahead = kvs[i - 1]!;
         add({ kind: 'predecessor', key: ahead.key, behind: c, front: i === 1, rdMs: renewDeadlineOf(ahead) });
+        // Right behind a front that asks a handover: its elector answers it (core/handover.ts).
+        if (i === 1 && this.newAsk(c, ahead)) wake = true;
+        // Second behind: the front's deletion makes it the one right behind (read again then).
+        if (i === 2) add({ kind: 'predecessor', key: kvs[0]!.key, behind: c, front: false });
         continue;
       }
       add({ kind: 'leader', key: kvs[0]!.key });
@@ -223,6 +232,17 @@ export class LockWatch {
     return fresh && BigInt(fresh.revision) > this.applied ? fresh : undefined;
   }
 
+  /**
+   * newAsk: `front`, the key right ahead of our candidate `c`, asks a handover at a revision not
+   * yet reported to `c`'s elector (each revision is reported once: an acceptance is one too).
+   */
+  private newAsk(c: Candidate, front: IKeyValue): boolean {
+    const revision = revisionOf(front);
+    if (c.askSeen === revision || handoverAskedOf(toRecord(this.lock, front)) === undefined) return false;
+    c.askSeen = revision;
+    return true;
+  }
+
   /** ledUnchangedByUs: the leader key is this handle's leader's, at the revision it last knew. */
   private ledUnchangedByUs(leader: IKeyValue | undefined): boolean {
     const own = leader && this.registry.withKey(leader.key);
@@ -234,7 +254,8 @@ export class LockWatch {
       key: target.key,
       rangeEnd: target.kind === 'creation' ? prefixEnd(target.key) : undefined,
       startRevision,
-      onlyDeletes: target.kind === 'predecessor',
+      // A front's puts matter to the one right behind it (a handover asked); no other predecessor's do.
+      onlyDeletes: target.kind === 'predecessor' && !target.front,
       onlyPuts: target.kind === 'creation',
       onEvents: (events) => this.onEvents(target, events),
       onLost: () => {
@@ -270,6 +291,11 @@ export class LockWatch {
     if (last.type === 'Delete') {
       if (target.kind === 'leader') this.emit(undefined);
       return this.refresh();
+    }
+    if (target.kind === 'predecessor') {
+      // The front's value changed: a handover asked is answered by the candidate right behind.
+      if (this.registry.withKey(target.behind.key) === target.behind && this.newAsk(target.behind, last.kv)) this.emit(undefined);
+      return;
     }
     if (target.kind === 'leader') {
       // The leader's value changed (e.g. the step-down flag): deliver it, unless it is one of

@@ -122,6 +122,12 @@ export class ZooKeeperStore implements LeaseStore {
         await this.loaded();
         return this.latch.withdraw(lock, holder);
       },
+      requeue: async (lock: string, candidate: LeaseWrite): Promise<CampaignResult> => {
+        this.guard.check();
+        if (candidate.holder === null) throw new InvalidConfigError('zookeeper: a campaign needs a holder');
+        await this.loaded();
+        return this.latch.requeue(lock, candidate);
+      },
     });
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidConfigError } from '../../core/errors.js';
-import type { LeaseRecord, LeaseWrite, WriteResult } from '../../core/store.js';
+import { HANDOVER_KEYS, type CampaignResult, type LeaseRecord, type LeaseWrite, type WriteResult } from '../../core/store.js';
+import { handoverAskedOf } from '../../core/handover.js';
 import type { Entry, EntryRegistry } from './entries.js';
 import { encodeWrite, latchPrefix, parseRevision, participants, revisionOf, toRecord, writtenRecord, type Participant, type ZkLayout } from './layout.js';
 import { ZK, fixVersion, type ZkModule } from './sdk.js';
@@ -118,7 +119,10 @@ export class Latch {
             e.state = 'queued';
             this.changed(lock);
             const f = await this.describe(lock, ps[0]!, session);
-            return { ok: false, current: f ? toRecord(lock, f.holder, f.czxid, f.record) : undefined };
+            const current = f ? toRecord(lock, f.holder, f.czxid, f.record) : undefined;
+            // A front that asks a handover: who waits behind it, in order (directed handover).
+            if (handoverAskedOf(current) === undefined) return { ok: false, current };
+            return { ok: false, current, waiting: await this.holders(lock, ps.slice(1), session) };
           }
         }
         const claimed = await this.claim(e, next);
@@ -128,6 +132,31 @@ export class Latch {
       }
       return { ok: false, current: undefined };
     });
+  }
+
+  /** holders reads the holder ids of participants `ps` (their latch nodes' data), skipping any gone. */
+  private async holders(lock: string, ps: readonly Participant[], session: ZkSession): Promise<string[]> {
+    const dir = this.layout.lockDir(lock);
+    const ids = await Promise.all(
+      ps.map((p) =>
+        session
+          .call<Buffer | undefined>(`read "${lock}"`, (c, done) => c.getData(`${dir}/${p.name}`, undefined, (err, data) => done(err, data ?? Buffer.alloc(0))))
+          .catch((err) => {
+            if (codeOf(err) === ZK.NO_NODE) return undefined;
+            throw err;
+          }),
+      ),
+    );
+    return ids.flatMap((d) => (d ? [d.toString('utf8')] : []));
+  }
+
+  /**
+   * requeue moves `next.holder`'s waiting entry of `lock` to the back of the line (directed
+   * handover, core/handover.ts): its nodes are deleted and it campaigns again, with new ones.
+   */
+  async requeue(lock: string, next: LeaseWrite): Promise<CampaignResult> {
+    await this.withdraw(lock, next.holder!);
+    return this.campaign(lock, next);
   }
 
   /**
@@ -301,6 +330,8 @@ export class Latch {
       const version = results[1]?.stat?.version;
       if (version === undefined) throw new Error(`zookeeper: write "${lock}": the multi answered without the record's new version`);
       if (target.entry) target.entry.recordVersion = version;
+      // A handover asked or accepted: the candidate right behind watches the ask node (LockWatch).
+      if (next.holder !== null && next.metadata[HANDOVER_KEYS.to] !== undefined) await this.touchAsk(lock, target.czxid);
       return { ok: true, record: writtenRecord(lock, next, target.czxid, version) };
     } catch (err) {
       const code = codeOf(err);
@@ -308,6 +339,20 @@ export class Latch {
       const current = await this.read(lock);
       if (target.entry && current?.term !== target.czxid) this.entries.remove(target.entry);
       return { ok: false, current };
+    }
+  }
+
+  /** touchAsk sets the lock's ask node (making it if needed), which fires the watch of the one right behind the front. */
+  private async touchAsk(lock: string, term: number): Promise<void> {
+    const path = this.layout.askPath(lock);
+    const data = Buffer.from(String(term));
+    const session = this.base();
+    try {
+      await session.call('ask', (c, done) => c.setData(path, data, -1, (err) => done(err)));
+    } catch (err) {
+      if (codeOf(err) !== ZK.NO_NODE) throw err;
+      await session.call<string>('ask', (c, done) => c.mkdirp(path, done));
+      await session.call('ask', (c, done) => c.setData(path, data, -1, (e) => done(e)));
     }
   }
 

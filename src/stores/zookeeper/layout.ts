@@ -10,6 +10,10 @@
  *                                              are informational: the latch node's data and
  *                                              czxid are what count)
  *   <root>/_baton/ledger/<key>                 a ledger entry (persistent)
+ *   <root>/_baton/asks/<lock>                  touched (data: the front's term) after each write of a
+ *                                              front record that asks or accepts a handover, so the
+ *                                              candidate right behind, watching it, hears of it
+ *                                              (persistent; empty of meaning otherwise)
  *
  * A lock name's `/` is written `%2F`, so every lock is one znode directly under the root (lock
  * names never hold `%` or start with `_`, so neither clashes).
@@ -31,6 +35,9 @@ export class ZkLayout {
   }
   recordPath(lock: string, uuid: string): string {
     return `${this.recordDir(lock)}/${uuid}`;
+  }
+  askPath(lock: string): string {
+    return `${this.root}/_baton/asks/${lock.replace(/\//g, '%2F')}`;
   }
   get ledgerDir(): string {
     return `${this.root}/_baton/ledger`;

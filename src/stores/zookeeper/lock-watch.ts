@@ -3,6 +3,7 @@ import { participants, toRecord, type Participant, type ZkLayout } from './layou
 import { ZK, type ZkStat } from './sdk.js';
 import { codeOf, type ZkSession } from './session.js';
 import type { Front, Latch } from './latch.js';
+import { handoverAskedOf } from '../../core/handover.js';
 
 /**
  * LockWatch keeps one ZooKeeper watch armed for a lock on this handle (watches are one-shot, so
@@ -12,6 +13,10 @@ import type { Front, Latch } from './latch.js';
  *   read showed the predecessor at the front, its deletion alone puts the entry at the front
  *   (sequence numbers only grow): it is marked `first` and the listeners are told with no read,
  *   and the campaign claims it without reading the line again (Latch.campaign);
+ * - directed handover (core/handover.ts): the entry right behind the front also watches the
+ *   lock's ask node (touched after each write that asks or accepts a handover) and is told of an
+ *   ask already there when it comes right behind; the one two behind also watches the front's
+ *   node, whose deletion puts it right behind;
  * - a leading entry watches its own latch node (deleted by a release elsewhere, or expiry); a
  *   step-down flag is seen by the next renewal, whose compare-and-set then fails;
  * - a handle with no entry watches the lock's children and the front's record (every change).
@@ -27,6 +32,8 @@ export class LockWatch {
   private staleTimer?: NodeJS.Timeout;
   /** The front node a waiting entry of ours was right behind, in the read that armed the watch on it. */
   private frontAhead?: { path: string; entry: Entry };
+  /** The front record (path@version) whose handover ask the listeners were last told of. */
+  private askSeen?: string;
 
   constructor(
     private readonly lock: string,
@@ -93,7 +100,14 @@ export class LockWatch {
   private async watchForStale(front: Participant, session: ZkSession, live: () => boolean): Promise<void> {
     if (this.staleTimer) clearTimeout(this.staleTimer);
     const f = await this.latch.describe(this.lock, front, session);
-    const lease = f?.record ? toRecord(this.lock, f.holder, f.czxid, f.record).leaseDurationMs : 0;
+    const record = f?.record ? toRecord(this.lock, f.holder, f.czxid, f.record) : undefined;
+    // A handover already asked when this entry came right behind: its elector answers it, once per version.
+    const askKey = record && handoverAskedOf(record) !== undefined ? `${f!.path}@${f!.record!.version}` : undefined;
+    if (askKey !== undefined && askKey !== this.askSeen && live()) {
+      this.askSeen = askKey;
+      this.emit();
+    }
+    const lease = record?.leaseDurationMs ?? 0;
     if (!f?.record || !(lease > 0) || !live()) return;
     await this.judgeStale(f, lease, session, live);
   }
@@ -162,6 +176,10 @@ export class LockWatch {
         if (i === 1) this.frontAhead = { path: ahead, entry: waiting };
         const stat = await session.call('watch', (c, done) => c.exists(ahead, i === 1 ? this.onFrontGone : fired(false), done));
         if (!stat && live()) return void this.arm();
+        // Directed handover: right behind the front, hear its asks (the ask node, touched after
+        // each); second behind, hear the front go, after which it is right behind.
+        if (i === 1 && live()) await session.call('watch', (c, done) => c.exists(this.layout.askPath(this.lock), fired(true), done));
+        if (i === 2 && live()) await session.call('watch', (c, done) => c.exists(`${dir}/${line[0]!.name}`, fired(false), done));
         if (i === 1 && live()) await this.watchForStale(line[0]!, session, live);
       } else {
         const children = await session

@@ -21,7 +21,7 @@ export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests
 export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
   // What a store can do is what it has (see core/store.ts): the suite follows its members.
-  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue };
+  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue, directed: !probe.queue || !!probe.queue.requeue };
   const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
   return caps;
@@ -37,7 +37,8 @@ export async function resolveCapabilities(options: ConformanceOptions) {
  *   record and a restarted server;
  * - notifyTests (notify stores), ledgerTests (ledger stores);
  * - electionTests: expiry, handover, lifecycle events and a concurrency fuzz test, with real electors;
- * - handoverTests (compare-and-set stores with a ledger): directed handover among registered candidates;
+ * - handoverTests (stores with a ledger and directed handover: every compare-and-set store, and a
+ *   queue store with `queue.requeue`): directed handover among registered candidates;
  * - rollingTests (the same stores): a rolling deploy of three moves leadership exactly once with `prefer: 'newest'`;
  * - lifecycleTests: `close()`, and with `faults.makeUnreachableStore` the unreachable store;
  * - faultTests: the scenarios whose hooks `faults` gives (kill/start, restart, freeze/thaw,
@@ -55,8 +56,8 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options);
   electionTests(options, caps);
-  if (caps.ledger && !caps.queue) {
-    handoverTests(options);
+  if (caps.ledger && caps.directed) {
+    handoverTests(options, caps);
     // The slowest part (six rolling deploys, ~20 s a store): BATON_CONFORMANCE_SKIP=rolling leaves
     // it out where it would only repeat itself (CI's other Node lines: the same stores, same rules).
     if (!(process.env.BATON_CONFORMANCE_SKIP ?? '').split(',').includes('rolling')) rollingTests(options);
