@@ -41,6 +41,9 @@ export interface CandidateConfig {
   shards?: number;
   /** Register in the candidate registry (handover faults name candidates there). */
   register?: boolean;
+  /** With `register`: this incarnation's priority, and the preference rule 'priority' for all (handover faults' `prefer` variant). */
+  priority?: number;
+  prefer?: 'priority';
 }
 
 const config = JSON.parse(process.env.CHAOS_CANDIDATE ?? 'null') as CandidateConfig | null;
@@ -93,6 +96,8 @@ const leadingOptions = {
   renewDeadlineMs: config.renewDeadlineMs,
   retryPeriodMs: config.retryPeriodMs,
   register: config.register === true,
+  ...(config.priority !== undefined ? { priority: config.priority } : {}),
+  ...(config.prefer ? { prefer: config.prefer } : {}),
   emit,
   onStoreError(err: Error) {
     errors++;

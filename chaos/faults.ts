@@ -20,7 +20,7 @@ import type { RegisterClient } from './register-client.js';
 import type { ChaosTiming, RunningStore } from './stores.js';
 import type { LeaseStore } from '../src/core/store.js';
 import { openStore } from '../src/stores/registry.js';
-import { requestHandover } from '../src/core/handover.js';
+import { handedTo, requestHandover } from '../src/core/handover.js';
 import { readCandidate } from '../src/core/candidates.js';
 
 /** FaultPlan is one scheduled fault. Durations are in ms. */
@@ -107,6 +107,8 @@ export class FaultInjector {
   readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, store: 0, partition: 0, clock: 0, stall: 0, handover: 0, link: 0, load: 0 };
   /** The harness's own handle on the store, for handover faults (opened on first use). */
   private handle?: Promise<LeaseStore>;
+  /** The highest priority a `prefer` handover fault has given a candidate. */
+  private topPriority = 0;
 
   constructor(private readonly ctx: FaultContext) {}
 
@@ -217,10 +219,28 @@ export class FaultInjector {
         return heal(`restarted as ${fleet.identityOf(slot!)}; ${hogs.length} hogs, cpu ${Math.round(cpuMs)} ms`);
       }
       case 'handover': {
-        // A directed handover to a standby, asked through the store as `baton handover` would:
-        // the leader drains first, the named standby alone takes over. Effect: it leads (handed).
         this.handle ??= openStore(this.ctx.store.url);
         const store = await this.handle;
+        if (plan.variantDraw >= 0.5) {
+          // A preference change: the standby is replaced (a graceful stop, as a deploy does) by an
+          // incarnation of a priority above every other; the leader's preference rule hands over
+          // to it once it has been present a retry period. Effect: it leads (handed), next.
+          const priority = ++this.topPriority;
+          await fleet.replace(slot!, priority);
+          const to = fleet.identityOf(slot!);
+          log.write({ ev: 'inject', t: monoMs(), id: plan.id, kind: plan.kind, variant: `prefer ${to} (priority ${priority})`, target: to, holdMs: plan.holdMs });
+          const until = monoMs() + plan.holdMs;
+          let seen: string | null | undefined;
+          while (monoMs() < until) {
+            const record = await store.read(this.ctx.lock).catch(() => undefined);
+            seen = record === undefined ? seen : (record?.holder ?? null);
+            if (record && record.holder === to && handedTo(record) === undefined) return heal(`handed by the preference rule (term ${record.term})`);
+            await sleepMs(50);
+          }
+          return heal(`not handed within the hold: the record names ${seen ?? 'nobody'}`);
+        }
+        // A directed handover to a standby, asked through the store as `baton handover` would:
+        // the leader drains first, the named standby alone takes over. Effect: it leads (handed).
         inject(`to ${target}`);
         const until = monoMs() + plan.holdMs;
         // A standby restarted by the fault before registers as it starts: wait for its entry.

@@ -36,6 +36,8 @@ export interface FleetOptions {
   shards?: number;
   /** Candidates register in the candidate registry (for handover faults). */
   register?: boolean;
+  /** With `register`: every candidate runs the preference rule 'priority' (handover faults' `prefer` variant raises one's priority). */
+  prefer?: boolean;
   /** storeUrlFor gives slot i's store URL (through its proxy for network stores). */
   storeUrlFor(slot: number): string;
   /** The register's address (default 127.0.0.1). */
@@ -51,6 +53,8 @@ interface Slot {
   child?: ChildProcess;
   identity: string;
   incarnation: number;
+  /** The priority this slot's incarnations register with (set by replace()). */
+  priority?: number;
   paused: boolean;
   exited?: Promise<void>;
 }
@@ -111,6 +115,8 @@ export class Fleet {
       writeEveryMs: o.writeEveryMs,
       shards: o.shards,
       register: o.register,
+      ...(s.priority !== undefined ? { priority: s.priority } : {}),
+      ...(o.register && o.prefer ? { prefer: 'priority' as const } : {}),
     };
     const env: NodeJS.ProcessEnv = { ...process.env, CHAOS_CANDIDATE: JSON.stringify(config) };
     const offset = o.wallOffsets?.[slot];
@@ -147,6 +153,23 @@ export class Fleet {
     s.child = child;
     s.paused = false;
     o.log.write({ ev: 'spawn', t: monoMs(), slot, identity, pid: child.pid ?? -1, wallOffset: offset });
+  }
+
+  /**
+   * replace stops the process in `slot` gracefully (as a deploy stops an instance: it releases or
+   * withdraws), then starts a new incarnation that registers with `priority` (as do later ones).
+   */
+  async replace(slot: number, priority: number, graceMs = 5000): Promise<void> {
+    const s = this.slots[slot]!;
+    if (this.alive(slot)) {
+      if (s.paused) this.resume(slot);
+      s.child!.stdin!.write('stop\n');
+      const timer = setTimeout(() => s.child?.kill('SIGKILL'), graceMs);
+      await s.exited;
+      clearTimeout(timer);
+    }
+    s.priority = priority;
+    this.spawn(slot);
   }
 
   /** kill SIGKILLs the process in `slot` and waits until it is gone. */

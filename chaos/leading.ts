@@ -34,8 +34,10 @@ export interface LeadingOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
-  /** Register in the candidate registry (LeaderElectorOptions.candidate). */
+  /** Register in the candidate registry (LeaderElectorOptions.candidate), with this priority and preference rule. */
   register?: boolean;
+  priority?: number;
+  prefer?: 'priority';
   emit(e: CandidateEvent): void;
   onStoreError(err: Error): void;
 }
@@ -49,7 +51,7 @@ export function electorLeading(o: LeadingOptions): Leading {
     leaseDurationMs: o.leaseDurationMs,
     renewDeadlineMs: o.renewDeadlineMs,
     retryPeriodMs: o.retryPeriodMs,
-    ...(o.register ? { candidate: {} } : {}),
+    ...(o.register ? { candidate: { ...(o.priority !== undefined ? { priority: o.priority } : {}), ...(o.prefer ? { prefer: o.prefer } : {}) } } : {}),
   });
   const deadline = () => (elector.leadershipWindow()?.deadlineMs ?? NaN) + PERF_TO_MONO_MS;
   // From the event, not leadershipWindow(): a leadership won just before its deadline is already

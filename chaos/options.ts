@@ -155,9 +155,9 @@ function parseVariants(flag: string, list: string | undefined, known: readonly s
   return known.filter((w) => words.includes(w));
 }
 
-/** handoverApplies: directed handovers (core/handover.ts) exist on compare-and-set stores, for single elections. */
-export function handoverApplies(kind: ChaosStoreKind, shards?: number): boolean {
-  return !kind.queue && shards === undefined;
+/** handoverApplies: directed handovers (core/handover.ts) are asked of single elections (every store has them). */
+export function handoverApplies(_kind: ChaosStoreKind, shards?: number): boolean {
+  return shards === undefined;
 }
 
 function parseStoreFaults(list: string | undefined, kind: ChaosStoreKind): readonly string[] {
@@ -180,7 +180,7 @@ function parseFaults(list: string, kind: ChaosStoreKind, shards: number | undefi
     if (!(FAULT_KINDS as readonly string[]).includes(w)) throw new UsageError(`chaos: --faults: "${w}" is not a fault kind (${FAULT_KINDS.join(', ')}, all, none)`);
     if (w === 'partition' && !kind.network) throw new UsageError(`chaos: --faults: partition does not apply to ${kind.name}: ${PARTITION_NEEDS_NETWORK}`);
     if (w === 'link' && net !== 'netns') throw new UsageError('chaos: --faults: link needs --net netns (a slow or lossy link between hosts)');
-    if (w === 'handover' && !handoverApplies(kind, shards)) throw new UsageError(`chaos: --faults: handover does not apply to ${kind.name}${shards !== undefined ? ' with --shards' : ''}: directed handover is for single elections on compare-and-set stores`);
+    if (w === 'handover' && !handoverApplies(kind, shards)) throw new UsageError(`chaos: --faults: handover does not apply to ${kind.name}${shards !== undefined ? ' with --shards' : ''}: directed handover is for single elections`);
     if (!out.includes(w as FaultKind)) out.push(w as FaultKind);
   }
   if (out.length === 0) throw new UsageError('chaos: --faults is empty (use "none" for a run without faults)');

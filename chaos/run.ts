@@ -104,6 +104,7 @@ async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     lock: o.shards ? GROUP : LOCK,
     shards: o.shards,
     register: o.faults.includes('handover'),
+    prefer: o.faults.includes('handover'),
     registerPortFor: (slot) => (proxies ? proxies[slot]!.register.port : registerPort),
     registerHost,
     wrap: net && ((slot, bin, args) => net!.wrap(`c${slot}`, bin, args)),
