@@ -19,9 +19,10 @@
  *   the work's own write latency.
  *
  * Default timing (15 s / 10 s / 2 s). Each variant keeps its own lock and handles (one per
- * elector); every round starts a fresh standby, as measure/handover.ts does. Queue stores
- * (etcd, ZooKeeper) have no directed handover; a store without a ledger has no registry, so no
- * `directed stop` there.
+ * elector); every round starts a fresh standby, as measure/handover.ts does. On a queue store
+ * (etcd, ZooKeeper) the give is a release and the take a claim of the front (stamped when the
+ * campaign answers), and a stop with one standby is a release to the next in line, so there is
+ * no `directed stop` row; a store without a ledger has no registry, so none there either.
  */
 import { randomBytes } from 'node:crypto';
 import { LeaderElector } from '../../src/core/elector.js';
@@ -42,16 +43,27 @@ interface Stamp {
   term: number;
 }
 
-/** stamping wraps `store` so that every successful `write` is stamped on performance.now() when answered. */
+/**
+ * stamping wraps `store` so that every successful `write` is stamped on performance.now() when
+ * answered — and on a queue store every campaign answered `ok` (a claim of the front, which on
+ * etcd needs no write: the successor's first act of the new term).
+ */
 function stamping(store: LeaseStore, stamps: Stamp[]): LeaseStore {
-  const write: LeaseStore['write'] = async (lock, expected, next) => {
-    const result = await store.write(lock, expected, next);
-    if (result.ok) stamps.push({ atMs: performance.now(), holder: result.record.holder, term: result.record.term });
+  const stamp = <R extends { ok: boolean; record?: { holder: string | null; term: number } }>(result: R): R => {
+    if (result.ok && result.record) stamps.push({ atMs: performance.now(), holder: result.record.holder, term: result.record.term });
     return result;
+  };
+  const write: LeaseStore['write'] = async (lock, expected, next) => stamp(await store.write(lock, expected, next));
+  const q = store.queue;
+  const queue: LeaseStore['queue'] = q && {
+    campaign: async (...args) => stamp(await q.campaign(...args)),
+    withdraw: (...args) => q.withdraw(...args),
+    ...(q.requeue ? { requeue: async (...args: Parameters<NonNullable<typeof q.requeue>>) => stamp(await q.requeue!(...args)) } : {}),
   };
   return new Proxy(store, {
     get(target, key) {
       if (key === 'write') return write;
+      if (key === 'queue') return queue;
       const v = Reflect.get(target, key, target) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
@@ -87,11 +99,8 @@ export async function measureDirectedHandover(ctx: BenchContext, s: StoreUnderTe
   const queue = !!probe.queue;
   const ledger = !!probe.ledger;
   await probe.close();
-  if (queue) {
-    ctx.log(`  ${s.kind.name}: a queue store orders its own leaders — no directed handover`);
-    return;
-  }
-  const variants: Variant[] = ledger ? ['release', 'directed stop', 'directed handover()'] : ['release', 'directed handover()'];
+  // On a queue store a stop with a single standby releases to it (the next in line): no `directed stop` there.
+  const variants: Variant[] = ledger && !queue ? ['release', 'directed stop', 'directed handover()'] : ['release', 'directed handover()'];
   const handles: LeaseStore[] = [];
   const lanes: Lane[] = [];
   const stamps = new Map<LeaderElector, Stamp[]>();
