@@ -44,7 +44,7 @@ export type NetMode = 'loopback' | 'netns';
 /** LOOPBACK_PARTITIONS are the proxy's ways to cut (infra/proxy.ts), in the order seeds draw them. */
 export const LOOPBACK_PARTITIONS = Object.freeze(['blackhole', 'reset']);
 /** NETNS_KINDS are the store kinds whose server can run on a host of its own. */
-export const NETNS_KINDS = Object.freeze(['postgres', 'redis', 'nats']);
+export const NETNS_KINDS = Object.freeze(['postgres', 'redis', 'nats', 'mysql', 'etcd', 'zookeeper']);
 
 /** PARTITION_NEEDS_NETWORK explains why partitions skip SQLite. */
 const PARTITION_NEEDS_NETWORK = 'candidates reach the database file through the local filesystem; there is no network path to cut';

@@ -112,7 +112,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite, storeFaults: SQLITE_FAULTS },
   postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()), startPlaced: (host, wrap) => startServer(new PostgresServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()), startPlaced: (host, wrap) => startServer(new RedisServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
-  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()), storeFaults: SERVER_FAULTS },
+  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()), startPlaced: (host, wrap) => startServer(new MariaDBServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()), startPlaced: (host, wrap) => startServer(new NatsServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
@@ -125,6 +125,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startServer(new EtcdServer()),
+    startPlaced: (host, wrap) => startServer(new EtcdServer().place(host, wrap)),
     storeFaults: SERVER_FAULTS,
   },
   // dynalite (the DynamoDB API on LevelDB) in its own process; the endpoint is in the URL's
@@ -144,6 +145,7 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
     queue: true,
     timing: { leaseDurationMs: 2000, renewDeadlineMs: 1200, retryPeriodMs: 750 },
     start: () => startZooKeeper(),
+    startPlaced: (host, wrap) => startServer(new ZooKeeperServer().place(host, wrap), (port) => `zk://${host}:${port}/chaos`),
     storeFaults: SERVER_FAULTS,
   },
   // A three-member etcd cluster: the store fault kills one member (the next one each time) or

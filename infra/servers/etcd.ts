@@ -39,17 +39,18 @@ export class EtcdServer extends ManagedServer {
     etcdBinary(this.line);
   }
   get url(): string {
-    return `etcd://127.0.0.1:${this.port}`;
+    return `etcd://${this.host}:${this.port}`;
   }
   get endpoint(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host}:${this.port}`;
   }
   protected override async prepare(): Promise<void> {
     this.peerPort = await freePort();
   }
   protected override command() {
-    const client = `http://127.0.0.1:${this.port}`;
-    const peer = `http://127.0.0.1:${this.peerPort}`;
+    // A member of a cluster stays on loopback; a single server may be placed on a host of its own.
+    const client = `http://${this.host}:${this.port}`;
+    const peer = `http://${this.member ? '127.0.0.1' : this.host}:${this.peerPort}`;
     return {
       bin: etcdBinary(this.line),
       args: [
@@ -64,7 +65,7 @@ export class EtcdServer extends ManagedServer {
     };
   }
   protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 30_000, this.child);
+    await waitForPort(this.port, 30_000, this.child, this.host);
     const until = Date.now() + 30_000;
     for (;;) {
       try {

@@ -29,7 +29,7 @@ export class MariaDBServer extends ManagedServer {
     }
   }
   get url(): string {
-    return `mysql://baton:baton@127.0.0.1:${this.port}/baton`;
+    return `mysql://baton:baton@${this.host}:${this.port}/baton`;
   }
   get socket(): string {
     return join(this.dir, 'mysqld.sock');
@@ -55,7 +55,7 @@ export class MariaDBServer extends ManagedServer {
     return {
       bin: requireBinary(SERVER, 'mariadb-server'),
       args: [
-        '--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, '--bind-address=127.0.0.1',
+        '--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, `--bind-address=${this.host}`,
         `--socket=${this.socket}`, `--pid-file=${join(this.dir, 'mysqld.pid')}`, `--tmpdir=${this.tmp}`, '--skip-name-resolve',
         '--innodb-buffer-pool-size=64M', '--innodb-log-file-size=32M', '--max-connections=500', '--skip-log-bin',
         ...(this.uid !== undefined ? ['--user=mysql'] : []),
@@ -70,11 +70,13 @@ export class MariaDBServer extends ManagedServer {
   /** Resolves once the server takes queries, after its port opens (a Galera node: once synced). */
   protected async serving(): Promise<void> {}
   protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 60_000, this.child);
+    await waitForPort(this.port, 60_000, this.child, this.host);
     await this.serving();
     if (!this.initialised) {
+      // Placed on a host of its own (chaos --net netns), clients come from the run's other hosts.
+      const from = this.host === '127.0.0.1' ? '127.0.0.1' : '%';
       this.sql(
-        "CREATE DATABASE IF NOT EXISTS baton; CREATE USER IF NOT EXISTS 'baton'@'127.0.0.1' IDENTIFIED BY 'baton'; GRANT ALL ON baton.* TO 'baton'@'127.0.0.1'; GRANT PROCESS ON *.* TO 'baton'@'127.0.0.1';",
+        `CREATE DATABASE IF NOT EXISTS baton; CREATE USER IF NOT EXISTS 'baton'@'${from}' IDENTIFIED BY 'baton'; GRANT ALL ON baton.* TO 'baton'@'${from}'; GRANT PROCESS ON *.* TO 'baton'@'${from}';`,
       );
       this.initialised = true;
     }

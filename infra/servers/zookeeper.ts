@@ -31,7 +31,7 @@ export class ZooKeeperServer extends ManagedServer {
 
   /** connectString is `127.0.0.1:port` for this member (or every member, for an ensemble member). */
   get connectString(): string {
-    return this.member ? this.member.all().map((m) => `127.0.0.1:${m.clientPort}`).join(',') : `127.0.0.1:${this.port}`;
+    return this.member ? this.member.all().map((m) => `127.0.0.1:${m.clientPort}`).join(',') : `${this.host}:${this.port}`;
   }
 
   /** url is the baton store URL for `path` (default /baton). */
@@ -60,7 +60,7 @@ export class ZooKeeperServer extends ManagedServer {
       'syncLimit=10',
       `dataDir=${data}`,
       `clientPort=${this.port}`,
-      'clientPortAddress=127.0.0.1',
+      `clientPortAddress=${this.host}`,
       'admin.enableServer=false',
       '4lw.commands.whitelist=ruok,mntr,srvr,stat',
       'maxClientCnxns=0',
@@ -92,7 +92,7 @@ export class ZooKeeperServer extends ManagedServer {
    * hold that moment back while clients are already being served.
    */
   protected override async ready(): Promise<void> {
-    await waitForPort(this.port, 60_000, this.child);
+    await waitForPort(this.port, 60_000, this.child, this.host);
     if (this.member && this.startingAlone) return; // a lone ensemble member cannot serve until a quorum is up
     const until = Date.now() + 60_000;
     let last = '';
@@ -102,7 +102,7 @@ export class ZooKeeperServer extends ManagedServer {
       if (Date.now() > until) throw new Error(`zookeeper on ${this.port} never served (last answer: ${last.slice(0, 200)})`);
       if (this.child && this.child.exitCode !== null) throw new Error(`zookeeper exited with ${this.child.exitCode} before serving`);
       if (inFlight.size < 20) {
-        const probe: Promise<void> = fourLetter(this.port, 'srvr')
+        const probe: Promise<void> = fourLetter(this.port, 'srvr', 2000, this.host)
           .then(
             (answer) => {
               last = answer;
@@ -122,7 +122,7 @@ export class ZooKeeperServer extends ManagedServer {
 
   /** mode is the member's role now: standalone, leader, follower, or '' when it does not serve. */
   async mode(): Promise<string> {
-    const answer = await fourLetter(this.port, 'srvr').catch(() => '');
+    const answer = await fourLetter(this.port, 'srvr', 2000, this.host).catch(() => '');
     return /Mode: (\w+)/.exec(answer)?.[1] ?? '';
   }
 
@@ -133,10 +133,10 @@ export class ZooKeeperServer extends ManagedServer {
 }
 
 /** fourLetter sends a ZooKeeper four-letter command and returns the whole answer. */
-export function fourLetter(port: number, word: string, timeoutMs = 2000): Promise<string> {
+export function fourLetter(port: number, word: string, timeoutMs = 2000, host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
-    const s = connect({ host: '127.0.0.1', port }, () => s.write(word));
+    const s = connect({ host, port }, () => s.write(word));
     s.setTimeout(timeoutMs, () => s.destroy(new Error('timeout')));
     s.on('data', (b) => (out += b.toString()));
     s.on('end', () => resolve(out));

@@ -112,7 +112,7 @@ test('chaos command line: bad input is one line and a sysexits code', () => {
     [['--store', 'zookeeper-ensemble', '--store-faults', 'member-freeze-leader'], 64, /"member-freeze-leader" is not a way to break zookeeper-ensemble \(member-kill, member-freeze\)/],
     [['--bogus'], 64, /unknown option '--bogus'/],
     [['--store', 'redis', '--faults', 'link'], 64, /link needs --net netns/],
-    [['--store', 'etcd', '--net', 'netns'], 64, /--net netns runs postgres, redis, nats \(not etcd\)/],
+    [['--store', 'dynamodb', '--net', 'netns'], 64, /--net netns runs postgres, redis, nats, mysql, etcd, zookeeper \(not dynamodb\)/],
     [['--store', 'redis', '--net', 'netns', '--partition', 'blackhole'], 64, /--partition: "blackhole" is not one of two-way, leader-to-store, store-to-leader, isolate/],
     [['--store', 'redis', '--trials', '0'], 64, /--trials must be a whole number from 1 to 10000/],
   ];
