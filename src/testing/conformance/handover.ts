@@ -15,6 +15,17 @@ function timing(minLeaseMs: number) {
   return { leaseDurationMs: lease, renewDeadlineMs: Math.round(lease * 0.6), retryPeriodMs: Math.round(base / 8) };
 }
 
+/** overriding is `store` with some of its members replaced (the others bound to it). */
+function overriding(store: LeaseStore, overrides: Partial<Record<keyof LeaseStore, unknown>>): LeaseStore {
+  return new Proxy(store, {
+    get(target, key) {
+      if (Object.hasOwn(overrides, key)) return overrides[key as keyof LeaseStore];
+      const v = Reflect.get(target, key, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
 /**
  * handoverTests (compare-and-set stores with a ledger) registers, with real electors: twenty
  * directed handovers among three registered candidates — the named one leads next every time,
@@ -35,6 +46,26 @@ export function handoverTests(o: ConformanceOptions, caps: { readonly queue?: bo
     e.on('storeError', () => {});
     electors.push(e);
     return e;
+  };
+
+  /**
+   * benDiesAfterAccepting: ann leads `lock`'s, ben (on the store `dying` makes of its handle) and
+   * cat queue behind, all registered; ann is then asked to hand over to ben (not awaited: ben
+   * never completes it). The parts that kill ben choose where.
+   */
+  const benDiesAfterAccepting = async (name: string, dying: (store: LeaseStore) => LeaseStore) => {
+    const lock = uniqueLock(name);
+    const [sa, sb, sc] = [await handles.get(), await handles.get(), await handles.get()];
+    const a = elector(sa, lock, 'ann');
+    a.start();
+    await a.elected();
+    const b = elector(dying(sb), lock, 'ben');
+    const c = elector(sc, lock, 'cat');
+    b.start();
+    c.start();
+    await waitFor(async () => (await a.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
+    void a.handover('ben', { timeoutMs: t.leaseDurationMs * 8, ackTimeoutMs: t.leaseDurationMs * 4 }).catch(() => undefined);
+    return { a, b, c, sa, lock };
   };
 
   describe(`${o.name}: directed handover`, () => {
@@ -139,16 +170,10 @@ export function handoverTests(o: ConformanceOptions, caps: { readonly queue?: bo
       // Every write whose holder is someone else than its writer and that assigns a term is a give.
       const gives: string[] = [];
       const recording = (store: LeaseStore, writer: string): LeaseStore =>
-        new Proxy(store, {
-          get(target, key) {
-            if (key === 'write') {
-              return (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) => {
-                if (next.newTerm && next.holder !== writer) gives.push(`${writer}→${next.holder}`);
-                return target.write(l, expected, next);
-              };
-            }
-            const v = Reflect.get(target, key, target);
-            return typeof v === 'function' ? v.bind(target) : v;
+        overriding(store, {
+          write: (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) => {
+            if (next.newTerm && next.holder !== writer) gives.push(`${writer}→${next.holder}`);
+            return store.write(l, expected, next);
           },
         });
       const make = async (identity: string, priority: number) => {
@@ -182,77 +207,45 @@ export function handoverTests(o: ConformanceOptions, caps: { readonly queue?: bo
     });
 
     it('a successor that dies between its acceptance and its claim of the front is replaced by ordinary expiry', { skip: !queue && 'a queue store only (the compare-and-set stores give a record: the next part)' }, async (tc) => {
-      const lock = uniqueLock('handover-dies-q');
-      const [sa, sb, sc] = [await handles.get(), await handles.get(), await handles.get()];
-      const a = elector(sa, lock, 'ann');
-      a.start();
-      await a.elected();
       // ben accepts, then never campaigns again: as if killed right after its acceptance (its
       // entry, at the front after the release, is no longer claimed nor, once there, kept alive).
       let accepted = false;
-      const deadQueue = (q: NonNullable<LeaseStore['queue']>): NonNullable<LeaseStore['queue']> => ({
-        campaign: (...args) => (accepted ? new Promise(() => {}) : q.campaign(...args)),
-        withdraw: (...args) => q.withdraw(...args),
-        requeue: (...args) => (accepted ? new Promise(() => {}) : q.requeue!(...args)),
+      const { a, b, c } = await benDiesAfterAccepting('handover-dies-q', (sb) => {
+        const q = sb.queue!;
+        return overriding(sb, {
+          queue: {
+            campaign: (...args: Parameters<typeof q.campaign>) => (accepted ? new Promise(() => {}) : q.campaign(...args)),
+            withdraw: (...args: Parameters<typeof q.withdraw>) => q.withdraw(...args),
+            requeue: (...args: Parameters<NonNullable<typeof q.requeue>>) => (accepted ? new Promise(() => {}) : q.requeue!(...args)),
+          },
+          write: async (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) => {
+            const r = await sb.write(l, expected, next);
+            if (r.ok && next.metadata.handoverAck !== undefined) accepted = true;
+            return r;
+          },
+        });
       });
-      const dying = new Proxy(sb, {
-        get(target, key) {
-          if (key === 'queue') return deadQueue(target.queue!);
-          if (key === 'write') {
-            return async (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) => {
-              const r = await target.write(l, expected, next);
-              if (r.ok && next.metadata.handoverAck !== undefined) accepted = true;
-              return r;
-            };
-          }
-          const v = Reflect.get(target, key, target);
-          return typeof v === 'function' ? v.bind(target) : v;
-        },
-      });
-      const b = elector(dying, lock, 'ben');
-      const c = elector(sc, lock, 'cat');
-      b.start();
-      c.start();
-      await waitFor(async () => (await a.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
-      const asked = a.handover('ben', { timeoutMs: t.leaseDurationMs * 8, ackTimeoutMs: t.leaseDurationMs * 4 }).catch((e: Error) => e);
       await waitFor(() => accepted && !a.isLeader(), t.leaseDurationMs * 8 + 3000, 'the acceptance and the release');
       const releasedAt = performance.now();
       await waitFor(() => a.isLeader() || c.isLeader(), t.leaseDurationMs * 4 + 3000, 'a leader after the dead successor');
       assert.equal(b.isLeader(), false);
       tc.diagnostic(`the next leader came ${(performance.now() - releasedAt).toFixed(0)} ms after the release (lease ${t.leaseDurationMs} ms)`);
-      await asked;
     });
 
     it('a successor that dies between the give and the take is replaced by ordinary expiry', { skip: queue && 'a compare-and-set store only (a queue store has no given record: the part before)' }, async () => {
-      const lock = uniqueLock('handover-dies');
-      const [sa, sb, sc] = [await handles.get(), await handles.get(), await handles.get()];
-      const a = elector(sa, lock, 'ann');
-      a.start();
-      await a.elected();
       // ben accepts, but its take never reaches the store: as if killed right after accepting.
-      const dying = new Proxy(sb, {
-        get(target, key) {
-          if (key === 'write') {
-            return (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) =>
-              next.holder === 'ben' && !next.newTerm ? new Promise(() => {}) : target.write(l, expected, next);
-          }
-          const v = Reflect.get(target, key, target);
-          return typeof v === 'function' ? v.bind(target) : v;
-        },
-      });
-      const b = elector(dying, lock, 'ben');
-      const c = elector(sc, lock, 'cat');
-      b.start();
-      c.start();
-      await waitFor(async () => (await a.candidates()).filter((x) => !x.left).length === 3, 5000, 'three registry entries');
-      const asked = a.handover('ben', { timeoutMs: t.leaseDurationMs * 8, ackTimeoutMs: t.leaseDurationMs * 4 }).catch((e: Error) => e);
+      const { a, b, c, sa, lock } = await benDiesAfterAccepting('handover-dies', (sb) =>
+        overriding(sb, {
+          write: (l: string, expected: string | null, next: Parameters<LeaseStore['write']>[2]) =>
+            next.holder === 'ben' && !next.newTerm ? new Promise(() => {}) : sb.write(l, expected, next),
+        }),
+      );
       await waitFor(async () => handedTo(await sa.read(lock)) !== undefined, t.leaseDurationMs * 8 + 3000, 'the give');
       const givenAt = performance.now();
       await waitFor(() => a.isLeader() || c.isLeader(), t.leaseDurationMs * 4 + 3000, 'a leader after the dead successor');
       const gap = performance.now() - givenAt;
       assert.ok(gap >= t.leaseDurationMs - 50, `someone led ${gap.toFixed(0)}ms after the give, before its lease could expire`);
       assert.equal(b.isLeader(), false);
-      await asked;
     });
   });
 }
