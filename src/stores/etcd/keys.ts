@@ -87,7 +87,7 @@ export function parseRevision(revision: string): { create: string; mod: string }
 /** FOREIGN_LEASE_MS is assumed for candidates baton did not write (etcdctl's default session TTL). */
 export const FOREIGN_LEASE_MS = 60_000;
 
-interface StoredValue {
+export interface StoredValue {
   baton: 1;
   holder: string;
   leaseDurationMs: number;
@@ -153,12 +153,8 @@ function withoutEtcdFields(metadata: HolderMetadata): HolderMetadata {
   return rest;
 }
 
-/** parseStoredMetadata reads what baton stored in a candidate key (undefined for a foreign value). */
-export function parseStoredMetadata(raw: string): { metadata: HolderMetadata; leaseDurationMs: number } | undefined {
-  return parseStored(raw);
-}
-
-function parseStored(raw: string): StoredValue | undefined {
+/** parseStored reads what baton stored in a candidate key (undefined for a foreign value: its raw value is the holder). */
+export function parseStored(raw: string): StoredValue | undefined {
   if (!raw.startsWith('{')) return undefined;
   try {
     const v = JSON.parse(raw) as Partial<StoredValue>;

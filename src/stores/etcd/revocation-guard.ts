@@ -1,7 +1,7 @@
 import type { IKeyValue } from 'etcd3';
 import type { HolderMetadata, LeaseWrite } from '../../core/store.js';
 import type { Rpc } from './client.js';
-import { parseStoredMetadata, prefixEnd, type KeyLayout } from './keys.js';
+import { parseStored, prefixEnd, type KeyLayout } from './keys.js';
 
 /**
  * RevocationGuard keeps a new leader on an etcd *cluster* from starting before its predecessor
@@ -133,7 +133,7 @@ export function withRenewDeadline(write: LeaseWrite, renewDeadlineMs: number | u
  */
 export function renewDeadlineOf(kv: IKeyValue | undefined): number | undefined {
   if (!kv) return undefined;
-  const stored = parseStoredMetadata(kv.value.toString());
+  const stored = parseStored(kv.value.toString());
   if (!stored) return undefined;
   const rd = stored.metadata[RENEW_DEADLINE_KEY];
   return typeof rd === 'number' && rd > 0 ? rd : stored.leaseDurationMs;
