@@ -26,6 +26,8 @@ export interface Entry {
   /** Version of the record node as last written by this handle. */
   recordVersion: number;
   state: 'queued' | 'first' | 'leading';
+  /** The handover ask and acceptance (`to|ack`) this handle last touched the ask node for, leading. */
+  askTouched?: string;
 }
 
 /**

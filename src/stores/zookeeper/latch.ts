@@ -84,7 +84,10 @@ export class Latch {
           if (codeOf(err) === ZK.NO_NODE) return undefined;
           throw err;
         });
-    const [latch, record] = await Promise.all([getData(path), p.uuid ? getData(this.layout.recordPath(lock, p.uuid)) : undefined]);
+    // The record first, then the latch node: a release deletes both in one multi, so a latch node
+    // read after a missing record is really there (not one half of a release read between them).
+    const record = p.uuid ? await getData(this.layout.recordPath(lock, p.uuid)) : undefined;
+    const latch = await getData(path);
     if (!latch) return undefined;
     return { participant: p, path, holder: latch.data.toString('utf8'), czxid: latch.czxid, record: record && { data: record.data, version: record.version } };
   }
@@ -331,7 +334,12 @@ export class Latch {
       if (version === undefined) throw new Error(`zookeeper: write "${lock}": the multi answered without the record's new version`);
       if (target.entry) target.entry.recordVersion = version;
       // A handover asked or accepted: the candidate right behind watches the ask node (LockWatch).
-      if (next.holder !== null && next.metadata[HANDOVER_KEYS.to] !== undefined) await this.touchAsk(lock, target.czxid);
+      // A leader's renewals carry the ask on unchanged: touched once per change, not per renewal.
+      const ask = next.metadata[HANDOVER_KEYS.to] !== undefined ? `${String(next.metadata[HANDOVER_KEYS.to])}|${String(next.metadata[HANDOVER_KEYS.ack] ?? '')}` : undefined;
+      if (ask !== undefined && (!target.entry || target.entry.askTouched !== ask)) {
+        if (target.entry) target.entry.askTouched = ask;
+        await this.touchAsk(lock, target.czxid);
+      }
       return { ok: true, record: writtenRecord(lock, next, target.czxid, version) };
     } catch (err) {
       const code = codeOf(err);

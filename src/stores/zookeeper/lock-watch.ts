@@ -17,8 +17,8 @@ import { handoverAskedOf } from '../../core/handover.js';
  *   lock's ask node (touched after each write that asks or accepts a handover) and is told of an
  *   ask already there when it comes right behind; the one two behind also watches the front's
  *   node, whose deletion puts it right behind;
- * - a leading entry watches its own latch node (deleted by a release elsewhere, or expiry); a
- *   step-down flag is seen by the next renewal, whose compare-and-set then fails;
+ * - a leading entry watches its own latch node (deleted by a release elsewhere, or expiry) and the
+ *   ask node; a step-down flag is seen by the next renewal, whose compare-and-set then fails;
  * - a handle with no entry watches the lock's children and the front's record (every change).
  * An event may come from an older arming (a path no longer watched): it only re-arms, and
  * at worst wakes the listeners once more, which they allow.
@@ -162,6 +162,9 @@ export class LockWatch {
       if (leading) {
         const stat = await session.call('watch', (c, done) => c.exists(leading.path, fired(true), done));
         if (!stat && live()) this.emit();
+        // A handover asked or accepted (the ask node is touched): the leader looks at once, not
+        // at its next renewal, whose compare-and-set would find the acceptance.
+        else if (live()) await session.call('watch', (c, done) => c.exists(this.layout.askPath(this.lock), fired(true), done));
       } else if (waiting) {
         const line = await this.latch.line(this.lock, session);
         if (!live()) return;
