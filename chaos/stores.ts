@@ -112,7 +112,8 @@ export const STORE_KINDS: Readonly<Record<string, ChaosStoreKind>> = Object.free
   sqlite: { name: 'sqlite', scheme: 'sqlite', network: false, timing: SHORT, start: startSqlite, storeFaults: SQLITE_FAULTS },
   postgres: { name: 'postgres', scheme: 'postgres', network: true, timing: SHORT, start: () => startServer(new PostgresServer()), startPlaced: (host, wrap) => startServer(new PostgresServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   redis: { name: 'redis', scheme: 'redis', network: true, timing: SHORT, start: () => startServer(new RedisServer()), startPlaced: (host, wrap) => startServer(new RedisServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
-  mysql: { name: 'mysql', scheme: 'mysql', network: true, timing: SHORT, start: () => startServer(new MariaDBServer()), startPlaced: (host, wrap) => startServer(new MariaDBServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
+  // MySQL has no change feed: standbys poll (docs/stores/mysql.md), so its gap bound uses the poll wait.
+  mysql: { name: 'mysql', scheme: 'mysql', network: true, polls: true, timing: SHORT, start: () => startServer(new MariaDBServer()), startPlaced: (host, wrap) => startServer(new MariaDBServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   nats: { name: 'nats', scheme: 'nats', network: true, timing: SHORT, start: () => startServer(new NatsServer()), startPlaced: (host, wrap) => startServer(new NatsServer().place(host, wrap)), storeFaults: SERVER_FAULTS },
   // etcd grants leases in whole seconds with a minimum of two (so 2 s is the shortest lease it
   // honours as asked), and revokes expired leases on a half-second sweep, so a dead leader's
