@@ -336,6 +336,11 @@ export interface LeaseStore {
  */
 export const HANDOVER_KEYS = Object.freeze({ to: 'handoverTo', ack: 'handoverAck', instance: 'handoverInstance', from: 'handoverFrom' } as const);
 
+/** asksHandover: `record`'s holder is asked to hand over (a queue store wakes the entry right behind it: LeaseQueue.requeue). */
+export function asksHandover(record: LeaseRecord | null | undefined): boolean {
+  return record?.holder != null && typeof record.metadata[HANDOVER_KEYS.to] === 'string';
+}
+
 /** MAX_LOCK_NAME_LENGTH bounds lock names so every store can key on them. */
 export const MAX_LOCK_NAME_LENGTH = 200;
 

@@ -1,13 +1,12 @@
 import type { IKeyValue, IRangeRequest } from 'etcd3';
 import { StoreUnavailableError } from '../../core/errors.js';
-import type { CampaignOptions, CampaignResult, LeaseRecord, LeaseWrite, RenewRequest, WriteResult } from '../../core/store.js';
+import { asksHandover, type CampaignOptions, type CampaignResult, type LeaseRecord, type LeaseWrite, type RenewRequest, type WriteResult } from '../../core/store.js';
 import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import { leaseGone, type Rpc } from './client.js';
 import { CHUNK, inChunks } from './chunks.js';
 import type { KeepAliveAnswers, KeepAliveStream } from './keepalive.js';
 import { directCandidates, encodeValue, parseRevision, prefixEnd, revisionOf, sameStoredMetadata, toRecord, type KeyLayout } from './keys.js';
 import { withRenewDeadline, type RevocationGuard } from './revocation-guard.js';
-import { handoverAskedOf } from '../../core/handover.js';
 
 /** MAX_TXN_OPS is etcd's default --max-txn-ops: batches of reads are split into txns this big. */
 const MAX_TXN_OPS = 128;
@@ -617,7 +616,7 @@ export class Election {
  */
 function waitingAnswer(lock: string, kvs: readonly IKeyValue[]): CampaignResult {
   const current = toRecord(lock, kvs[0]!);
-  if (handoverAskedOf(current) === undefined) return { ok: false, current };
+  if (!asksHandover(current)) return { ok: false, current };
   return { ok: false, current, waiting: kvs.slice(1).map((kv) => toRecord(lock, kv).holder!) };
 }
 

@@ -1,10 +1,9 @@
 import type { IEvent, IKeyValue } from 'etcd3';
-import type { WatchListener } from '../../core/store.js';
+import { asksHandover, type WatchListener } from '../../core/store.js';
 import { noteKv, type Candidate, type CandidateRegistry } from './candidates.js';
 import type { CandidatesRead, Election } from './election.js';
 import { directCandidates, prefixEnd, revisionOf, toRecord, type KeyLayout } from './keys.js';
 import { renewDeadlineOf } from './revocation-guard.js';
-import { handoverAskedOf } from '../../core/handover.js';
 import type { Limiter } from './limiter.js';
 import type { WatchHub } from './watch-hub.js';
 
@@ -238,7 +237,7 @@ export class LockWatch {
    */
   private newAsk(c: Candidate, front: IKeyValue): boolean {
     const revision = revisionOf(front);
-    if (c.askSeen === revision || handoverAskedOf(toRecord(this.lock, front)) === undefined) return false;
+    if (c.askSeen === revision || !asksHandover(toRecord(this.lock, front))) return false;
     c.askSeen = revision;
     return true;
   }

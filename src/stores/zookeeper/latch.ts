@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidConfigError } from '../../core/errors.js';
-import { HANDOVER_KEYS, type CampaignResult, type LeaseRecord, type LeaseWrite, type WriteResult } from '../../core/store.js';
-import { handoverAskedOf } from '../../core/handover.js';
+import { HANDOVER_KEYS, asksHandover, type CampaignResult, type LeaseRecord, type LeaseWrite, type WriteResult } from '../../core/store.js';
 import type { Entry, EntryRegistry } from './entries.js';
 import { encodeWrite, latchPrefix, parseRevision, participants, revisionOf, toRecord, writtenRecord, type Participant, type ZkLayout } from './layout.js';
 import { ZK, fixVersion, type ZkModule } from './sdk.js';
@@ -124,7 +123,7 @@ export class Latch {
             const f = await this.describe(lock, ps[0]!, session);
             const current = f ? toRecord(lock, f.holder, f.czxid, f.record) : undefined;
             // A front that asks a handover: who waits behind it, in order (directed handover).
-            if (handoverAskedOf(current) === undefined) return { ok: false, current };
+            if (!asksHandover(current)) return { ok: false, current };
             return { ok: false, current, waiting: await this.holders(lock, ps.slice(1), session) };
           }
         }

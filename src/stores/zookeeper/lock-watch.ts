@@ -1,9 +1,9 @@
 import type { Entry, EntryRegistry } from './entries.js';
+import { asksHandover } from '../../core/store.js';
 import { participants, toRecord, type Participant, type ZkLayout } from './layout.js';
 import { ZK, type ZkStat } from './sdk.js';
 import { codeOf, type ZkSession } from './session.js';
 import type { Front, Latch } from './latch.js';
-import { handoverAskedOf } from '../../core/handover.js';
 
 /**
  * LockWatch keeps one ZooKeeper watch armed for a lock on this handle (watches are one-shot, so
@@ -102,7 +102,7 @@ export class LockWatch {
     const f = await this.latch.describe(this.lock, front, session);
     const record = f?.record ? toRecord(this.lock, f.holder, f.czxid, f.record) : undefined;
     // A handover already asked when this entry came right behind: its elector answers it, once per version.
-    const askKey = record && handoverAskedOf(record) !== undefined ? `${f!.path}@${f!.record!.version}` : undefined;
+    const askKey = record && asksHandover(record) ? `${f!.path}@${f!.record!.version}` : undefined;
     if (askKey !== undefined && askKey !== this.askSeen && live()) {
       this.askSeen = askKey;
       this.emit();
