@@ -116,9 +116,10 @@ export class CandidateSide {
   }
 
   /**
-   * successor is the best live candidate other than this one, for a graceful stop (undefined: release): live by the
-   * beats this side counted, or (never counted) by a beat within 2.5 refresh periods of our wall
-   * clock — only a guess, which the handover's acceptance step checks.
+   * successor is the best live candidate other than this one, for a graceful stop (undefined:
+   * release instead): live by the beats this side counted, or (never counted) by a beat within
+   * 2.5 refresh periods of our wall clock — only a guess, which the handover's acceptance step
+   * checks.
    */
   async successor(): Promise<string | undefined> {
     if (!this.registration || directedHandoverRefusal(this.deps.store)) return undefined;

@@ -47,10 +47,12 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  *    leaseDuration > start + renewDeadline: the leader has stopped (signal aborted, `stopped`
  *    emitted) before anyone else can acquire. A write answered after its own deadline is never
  *    led on.
- * 6. (campaignForRecord, renew, give) Directed handover (core/handover.ts): a standby named in the
- *    leader's record accepts; the leader seeing the acceptance stops its work as on a step-down,
- *    then writes the record to the successor with a new term; the successor takes it with its
- *    own compare-and-set, and leads from that write's start (rule 4).
+ * 6. (campaignForRecord, campaignInQueue, renew, give) Directed handover (core/handover.ts): a
+ *    standby named in the leader's record accepts; the leader seeing the acceptance stops its
+ *    work as on a step-down, then writes the record to the successor with a new term; the
+ *    successor takes it with its own compare-and-set, and leads from that write's start (rule
+ *    4). On a queue store the entries ahead of the one named step back first, the one named
+ *    accepts once right behind the front, the give is a release, the take a claim (rule 3).
  * 5. (waitForChange) Standbys on watchable stores sleep until the observed expiry (with no timer
  *    where the live feed reports the server's removals) and are woken by changes; on other
  *    stores, and while a store's change feed is down, they poll every retryPeriod with jitter.
