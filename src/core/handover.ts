@@ -32,11 +32,13 @@ import { releaseWrite } from './lease-writes.js';
  * the line. There the same four steps run with the line brought into order between 1 and 2:
  *
  * 1½. **Step back**: the candidate right behind the front (the only one the store wakes for the
- *    ask) that is not ID leaves the line and queues again at its back (`queue.requeue`), once per
- *    ask. The next one is then right behind, and so on, until ID is: with k candidates ahead of
- *    ID, k re-queues. A peer that is not baton's (`etcdctl elect`, Curator) never steps back: the
- *    acceptance then never comes and the question is taken back, as for a silent candidate.
- * 2. **Accept** is written by ID only when it is right behind the front (`next`).
+ *    ask), when ID waits behind it (the campaign's `waiting`), leaves the line and queues again at
+ *    its back (`queue.requeue`). The next one is then right behind, and so on, until ID is: with k
+ *    candidates ahead of ID, k re-queues. While ID is not queued at all, the one right behind
+ *    looks again every retry period. A peer that is not baton's (`etcdctl elect`, Curator) never
+ *    steps back: the acceptance then never comes and the question is taken back, as for a silent
+ *    candidate.
+ * 2. **Accept** is written by ID only when it is right behind the front (first in `waiting`).
  * 3. **Give** is a release of the front entry (work stopped first, as above): the entry right
  *    behind, ID's, is at the front and leads with its own, later, term. New entries queue behind
  *    it, so nobody can come between.

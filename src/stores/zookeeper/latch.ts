@@ -337,7 +337,9 @@ export class Latch {
       const ask = next.metadata[HANDOVER_KEYS.to] !== undefined ? `${String(next.metadata[HANDOVER_KEYS.to])}|${String(next.metadata[HANDOVER_KEYS.ack] ?? '')}` : undefined;
       if (ask !== undefined && (!target.entry || target.entry.askTouched !== ask)) {
         if (target.entry) target.entry.askTouched = ask;
-        await this.touchAsk(lock, target.czxid);
+        // The write has landed: a failed touch must not report it failed. The one right behind
+        // then hears of the ask at its next look (its campaign, or the front's stale check).
+        await this.touchAsk(lock, target.czxid).catch(() => undefined);
       }
       return { ok: true, record: writtenRecord(lock, next, target.czxid, version) };
     } catch (err) {
