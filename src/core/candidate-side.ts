@@ -1,13 +1,15 @@
 import type { Clock, TimerHandle } from './clock.js';
-import { InvalidConfigError } from './errors.js';
+import { InvalidConfigError, errorMessage } from './errors.js';
 import type { Timing } from './options.js';
 import type { LeaseStore } from './store.js';
 import { directedHandoverRefusal, type HandoverOutcome } from './handover.js';
 import {
   PREFER_VALUES,
+  PRUNE_AFTER_BEATS,
   PresenceTracker,
   Registration,
   compareCandidates,
+  listCandidateEntries,
   listCandidates,
   successorOrder,
   validateAppVersion,
@@ -46,7 +48,9 @@ interface LeadershipEvents {
  * CandidateSide is one elector's part in the candidate registry: it keeps the registry entry
  * (Registration), and while leading with a preference rule, looks at the registry every
  * refresh period and hands over once to a live candidate that ranks strictly higher and has
- * been present for a retry period. It also picks the successor of a graceful stop.
+ * been present for a retry period. While leading on a store whose ledger can remove, it removes
+ * the entries of candidates that are gone (core/candidates.ts, PRUNE_AFTER_BEATS). It also picks
+ * the successor of a graceful stop.
  */
 export class CandidateSide {
   private registration?: Registration;
@@ -55,6 +59,9 @@ export class CandidateSide {
   private readonly profile: CandidateProfile;
   private readonly refreshMs: number;
   private timer?: TimerHandle;
+  private sweepTimer?: TimerHandle;
+  /** The last failure of a sweep, reported once until a sweep succeeds or fails otherwise. */
+  private sweepError?: string;
   private leading = false;
   private handingOver = false;
   /** Instances that did not accept a handover, and until when (monotonic) they are passed over. */
@@ -62,12 +69,14 @@ export class CandidateSide {
   private events?: LeadershipEvents;
   private readonly onElected = () => {
     this.leading = true;
-    this.schedule(this.deps.timing.retryPeriodMs);
+    if (this.prefer) this.schedule(this.deps.timing.retryPeriodMs);
+    if (this.deps.store.ledger?.remove) this.scheduleSweep(this.refreshMs);
   };
   private readonly onStopped = () => {
     this.leading = false;
     if (this.timer) this.deps.clock.clearTimer(this.timer);
-    this.timer = undefined;
+    if (this.sweepTimer) this.deps.clock.clearTimer(this.sweepTimer);
+    this.timer = this.sweepTimer = undefined;
   };
 
   constructor(options: CandidateOptions, private readonly deps: CandidateSideDeps) {
@@ -94,7 +103,7 @@ export class CandidateSide {
     if (!store.ledger) return;
     this.registration = new Registration(store.ledger, lock, identity, instance, this.profile, this.refreshMs, clock, onError);
     void this.registration.start();
-    if (this.prefer && events) {
+    if ((this.prefer || store.ledger.remove) && events) {
       this.events = events;
       events.on('elected', this.onElected);
       events.on('stopped', this.onStopped);
@@ -138,6 +147,38 @@ export class CandidateSide {
   private schedule(ms: number): void {
     if (this.timer) this.deps.clock.clearTimer(this.timer);
     this.timer = this.deps.clock.setTimer(() => void this.look(), ms);
+  }
+
+  private scheduleSweep(ms: number): void {
+    if (this.sweepTimer) this.deps.clock.clearTimer(this.sweepTimer);
+    this.sweepTimer = this.deps.clock.setTimer(() => void this.sweep(), ms);
+  }
+
+  /**
+   * sweep: one pass of pruning, while leading. Removes each entry (but ours) whose beat this
+   * side has seen unchanged for PRUNE_AFTER_BEATS of its refresh periods, at the version seen.
+   */
+  private async sweep(): Promise<void> {
+    this.sweepTimer = undefined;
+    const ledger = this.deps.store.ledger;
+    if (!this.leading || !ledger?.remove) return;
+    try {
+      const entries = await listCandidateEntries(ledger, this.deps.lock);
+      const nowMs = this.deps.clock.monotonicMs();
+      this.tracker.update(entries.map((e) => e.info), nowMs);
+      for (const e of entries) {
+        if (!this.leading) break;
+        if (e.info.identity === this.deps.identity) continue;
+        const refreshMs = e.info.refreshMs > 0 ? e.info.refreshMs : this.refreshMs;
+        if (this.tracker.silentMs(e.info, nowMs) >= PRUNE_AFTER_BEATS * refreshMs) await ledger.remove(e.key, e.version);
+      }
+      this.sweepError = undefined;
+    } catch (err) {
+      // A store that refuses removals (a Kubernetes Role without `delete`) says so once, not every sweep.
+      if (errorMessage(err) !== this.sweepError) this.deps.onError(err);
+      this.sweepError = errorMessage(err);
+    }
+    if (this.leading) this.scheduleSweep((PRUNE_AFTER_BEATS / 2) * this.refreshMs);
   }
 
   /** look: one pass of the preference rule, while leading. */

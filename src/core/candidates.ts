@@ -14,8 +14,16 @@ import type { Ledger } from './store.js';
  * rule counts beats on the leader's own monotonic clock (PresenceTracker). The wall time of the
  * last beat (`at`) is only shown, by `baton status`, as "last seen".
  *
- * Cost at rest: one ledger write per candidate per refreshMs, and with a preference rule one
- * ledger list per refreshMs by the leader. Stores without a ledger have no registry.
+ * Entries of candidates that are gone are removed by the leader (on a store whose ledger can
+ * `remove`): one whose beat it has seen unchanged for PRUNE_AFTER_BEATS of the entry's refresh
+ * periods, on its own monotonic clock — a dead candidate, or one that left (whose entry thus
+ * stays visible, as left, for a while). The removal names the version the leader saw, so an
+ * entry beaten meanwhile stays; a candidate whose entry was removed makes it again at its next
+ * beat. So the registry holds the candidates of the last few minutes, not every identity ever.
+ *
+ * Cost at rest: one ledger write per candidate per refreshMs; one ledger list by the leader per
+ * PRUNE_AFTER_BEATS / 2 refresh periods (per refreshMs with a preference rule), and one removal
+ * per candidate gone. Stores without a ledger have no registry.
  */
 
 /** CandidateInfo is one registry entry. */
@@ -64,11 +72,29 @@ export async function readCandidate(ledger: Ledger, lock: string, identity: stri
 
 /** listCandidates is every registry entry of `lock` (left ones included), in identity order. */
 export async function listCandidates(ledger: Ledger, lock: string): Promise<CandidateInfo[]> {
+  return (await listCandidateEntries(ledger, lock)).map((e) => e.info);
+}
+
+/** RegistryEntry is one registry entry with its ledger key and version (what a removal names). */
+export interface RegistryEntry {
+  readonly info: CandidateInfo;
+  readonly key: string;
+  readonly version: string;
+}
+
+/** listCandidateEntries is listCandidates with each entry's ledger key and version. */
+export async function listCandidateEntries(ledger: Ledger, lock: string): Promise<RegistryEntry[]> {
   const prefix = candidatePrefix(lock);
   const entries = await ledger.list(prefix);
   // A lock whose name extends this one ("a" vs "a/b") has keys under the prefix too: skip them.
-  return entries.filter((e) => !e.key.slice(prefix.length).includes('/')).flatMap((e) => parseCandidate(e.value) ?? []);
+  return entries.filter((e) => !e.key.slice(prefix.length).includes('/')).flatMap((e) => {
+    const info = parseCandidate(e.value);
+    return info ? [{ info, key: e.key, version: e.version }] : [];
+  });
 }
+
+/** PRUNE_AFTER_BEATS: refresh periods an entry's beat must stay unchanged before the leader removes it. */
+export const PRUNE_AFTER_BEATS = 10;
 
 /** validateAppVersion checks a semantic version (2.10.1, 3.0.0-rc.1, v1.2). */
 export function validateAppVersion(v: unknown, what = 'appVersion'): string {
@@ -159,6 +185,12 @@ export class PresenceTracker {
     }
     for (const id of [...this.seen.keys()]) if (!keep.has(id)) this.seen.delete(id);
     return live;
+  }
+
+  /** silentMs is how long (monotonic) `info`'s beat has been seen unchanged, as of the last update; 0 if never seen. */
+  silentMs(info: CandidateInfo, nowMs: number): number {
+    const s = this.seen.get(info.identity);
+    return s && s.instance === info.instance && s.beat === info.beat ? nowMs - s.changedAtMs : 0;
   }
 }
 

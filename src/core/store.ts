@@ -174,6 +174,14 @@ export interface Ledger {
   put(key: string, expected: string | null, value: string): Promise<LedgerPutResult>;
   /** Entries whose key starts with `prefix`, in key order, at most `limit` (default 1000). */
   list(prefix: string, limit?: number): Promise<LedgerEntry[]>;
+  /**
+   * remove deletes the entry only if its version is still `version`, in one atomic step: true
+   * when it did; false when the entry is absent or was written since (a lost race is a value,
+   * as for `put`). A key created again after a remove starts a new life: a `put` or `remove`
+   * naming a version from before the remove fails. Optional: without it a store keeps every
+   * entry for good (the candidate registry then only marks the entries of those who left).
+   */
+  remove?(key: string, version: string): Promise<boolean>;
 }
 
 /**

@@ -97,6 +97,11 @@ export class BlobCas implements CasBackend {
     return items.filter((i): i is BlobItem => i !== null);
   }
 
+  async remove(key: string, version: string): Promise<boolean> {
+    const res = await this.call('remove', key, [404, 409, 412], (signal) => this.blob(key).delete({ abortSignal: signal, conditions: { ifMatch: version } }));
+    return !('refused' in res);
+  }
+
   async delete(key: string): Promise<void> {
     // A leased blob cannot be deleted without its lease: break it first, as an operator would.
     await this.breakLease(key);

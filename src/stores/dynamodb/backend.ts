@@ -206,6 +206,20 @@ export class DynamoBackend implements CasBackend {
     return found.slice(0, limit);
   }
 
+  async remove(key: string, version: string): Promise<boolean> {
+    this.guard.check();
+    try {
+      await this.client.send(
+        new this.sdk.DeleteItemCommand({ TableName: this.table, Key: { pk: { S: key } }, ConditionExpression: 'rev = :expected', ExpressionAttributeValues: { ':expected': { S: version } } }),
+      );
+      return true;
+    } catch (err) {
+      if (sdkErrorName(err) !== 'ConditionalCheckFailedException') throw this.closedOr(err, 'DeleteItem');
+      // Refused on a retry: our first attempt may have landed unanswered, leaving the item gone.
+      return ((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1 && (await this.get(key)) === null;
+    }
+  }
+
   async delete(key: string): Promise<void> {
     this.guard.check();
     await this.call('DeleteItem', () => this.client.send(new this.sdk.DeleteItemCommand({ TableName: this.table, Key: { pk: { S: key } } })));

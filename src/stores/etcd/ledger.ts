@@ -53,6 +53,17 @@ export class EtcdLedger implements Ledger {
     return { ok: true, entry: Object.freeze({ key, value, version: res.header.revision }) };
   }
 
+  /** remove deletes the key if its mod revision is still `version` (revisions are never reused). */
+  async remove(key: string, version: string): Promise<boolean> {
+    this.guard();
+    if (!/^\d+$/.test(version)) return false;
+    const k = Buffer.from(this.layout.ledgerKey(key));
+    const res = await this.rpc.call('ledger remove', (o) =>
+      this.rpc.client.kv.txn({ compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: version }], success: [{ request_delete_range: { key: k } }] }, o),
+    );
+    return res.succeeded;
+  }
+
   async list(prefix: string, limit = 1000): Promise<LedgerEntry[]> {
     this.guard();
     const start = Buffer.from(this.layout.ledgerKey(prefix));

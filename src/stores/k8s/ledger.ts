@@ -3,7 +3,8 @@
  * no permission beyond leases: one Lease per key, named by names.ts' ledgerNameOf, labelled
  * baton.dev/kind=ledger, with the key and the value in annotations (values up to 64 KiB fit in
  * the 256 KiB the API server allows for all annotations). The version is the resourceVersion:
- * put is a POST (create-if-absent) or a PUT on the expected resourceVersion. Nothing expires.
+ * put is a POST (create-if-absent) or a PUT on the expected resourceVersion; remove a DELETE
+ * with that resourceVersion as its precondition. Nothing expires.
  * list reads every ledger Lease of the namespace (label selector) and filters by prefix here.
  */
 import { StoreUnavailableError } from '../../core/errors.js';
@@ -48,6 +49,15 @@ export class K8sLedger implements Ledger {
     if (res.status === 409) return { ok: false };
     if (res.status === 404) return { ok: false, current: null };
     throw failure(res, base ? 'PUT' : 'POST', name);
+  }
+
+  /** remove is a DELETE with the resourceVersion as its precondition (409: written since). */
+  async remove(key: string, version: string): Promise<boolean> {
+    const name = ledgerNameOf(key);
+    const res = await this.call('DELETE', `${this.leasesPath}/${name}`, { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: version } });
+    if (res.status === 200 || res.status === 202) return true;
+    if (res.status === 409 || res.status === 404) return false;
+    throw failure(res, 'DELETE', name);
   }
 
   async list(prefix: string, limit = 1000): Promise<LedgerEntry[]> {

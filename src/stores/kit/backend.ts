@@ -14,8 +14,9 @@
  * - A version is opaque and changes on every successful write of a key; it is never reused for
  *   that key (a counter, an etag, a resource version, an epoch:sequence pair).
  * - An unreachable or failing backend throws StoreUnavailableError (use kit/errors.ts).
- * - Items are never deleted by CasStore: a released lease is rewritten with no holder, and the
- *   term counter stays forever. `delete` exists only for tests that prove deletion is survived.
+ * - Leases and term counters are never deleted by CasStore: a released lease is rewritten with
+ *   no holder, and the term counter stays forever. Only ledger entries are removed (`remove`,
+ *   compare-and-delete). `delete` exists only for tests that prove deletion is survived.
  */
 import type { RevisionRenewal } from '../../core/store.js';
 
@@ -67,6 +68,13 @@ export interface CasBackend {
   watch?(key: string, onChange: (item: BackendItem | null | undefined) => void): () => void;
   /** watchLive: false while a watch cannot hear changes (see LeaseStore.watchLive). */
   readonly watchLive?: boolean;
+  /**
+   * remove (optional) deletes a key only while its version is `version`, in one atomic step:
+   * true when it did, false when the key is absent or at another version. A version handed out
+   * before the remove is never the version of the key made again. Without it the store's ledger
+   * has no `remove` (Ledger.remove).
+   */
+  remove?(key: string, version: string): Promise<boolean>;
   /** delete (optional, for tests) removes a key. */
   delete?(key: string): Promise<void>;
   /** close releases connections; idempotent. */

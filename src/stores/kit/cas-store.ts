@@ -103,6 +103,7 @@ export class CasStore implements LeaseStore {
       get: (key) => this.ledgerGet(key),
       put: (key, expected, value) => this.ledgerPut(key, expected, value),
       list: (prefix, limit) => this.ledgerList(prefix, limit),
+      ...(cas.remove ? { remove: (key: string, version: string) => this.ledgerRemove(key, version) } : {}),
     };
   }
 
@@ -280,6 +281,11 @@ export class CasStore implements LeaseStore {
     this.guard.check();
     const items = await this.cas.list(ledgerKey(prefix), limit);
     return items.map((item) => entryOf(item.key.slice(LEDGER_PREFIX.length), item));
+  }
+
+  private ledgerRemove(key: string, version: string): Promise<boolean> {
+    this.guard.check();
+    return this.cas.remove!(ledgerKey(key), version);
   }
 }
 

@@ -95,6 +95,13 @@ class MemoryHandle implements CasBackend {
     return off;
   }
 
+  async remove(key: string, version: string): Promise<boolean> {
+    this.guard.check();
+    if (this.data.items.get(key)?.version !== version) return false;
+    this.data.removeKey(key);
+    return true;
+  }
+
   async delete(key: string): Promise<void> {
     this.guard.check();
     this.data.removeKey(key);

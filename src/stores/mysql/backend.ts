@@ -174,6 +174,15 @@ export class MysqlBackend implements CasBackend {
     return rows.map((r) => ({ key: text(r.k), value: text(r.v), version: String(r.version) }));
   }
 
+  async remove(key: string, version: string): Promise<boolean> {
+    try {
+      return ((await this.query('remove', this.sql.removeAt, [key, version])) as { affectedRows: number }).affectedRows === 1;
+    } catch (err) {
+      if (errno(err) === ER_LOCK_DEADLOCK) return false;
+      throw err;
+    }
+  }
+
   async delete(key: string): Promise<void> {
     await this.query('delete', this.sql.remove, [key]);
   }

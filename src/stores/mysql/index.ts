@@ -7,7 +7,7 @@
  *   lease/<lock>    the lease record, JSON (kit/record-codec.ts); `version` is its revision.
  *                   Never deleted by baton: a release writes holder null.
  *   term/<lock>     the lock's term counter, a decimal number; never deleted.
- *   ledger/<key>    a job-ledger entry; never deleted.
+ *   ledger/<key>    a ledger entry (job state, the candidate registry); removed only on its version.
  *
  * The fencing term lives in the `term/<lock>` row. An acquisition raises it by compare-and-set
  * on that row's version (to max(counter, lease term) + 1) before it writes the lease by

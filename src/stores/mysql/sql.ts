@@ -26,6 +26,7 @@ export class MysqlStatements {
   readonly update: string;
   readonly list: string;
   readonly remove: string;
+  readonly removeAt: string;
 
   /**
    * `syncWait`: a wsrep_sync_wait value every row statement carries (`SET STATEMENT … FOR`,
@@ -46,6 +47,7 @@ export class MysqlStatements {
     this.update = this.wait(`UPDATE ${t} SET v = ?, version = ? WHERE k = ? AND version = ?`);
     this.list = this.wait(`SELECT k, v, version FROM ${t} WHERE k LIKE ? ESCAPE '!' ORDER BY k LIMIT ?`);
     this.remove = this.wait(`DELETE FROM ${t} WHERE k = ?`);
+    this.removeAt = this.wait(`DELETE FROM ${t} WHERE k = ? AND version = ?`);
   }
 
   /**

@@ -20,7 +20,7 @@
  * - Calls made while disconnected fail at once instead of waiting in the client's reconnect
  *   buffer, so a compare-and-set is not sent long after the elector gave up on it.
  */
-import type { KV, KvEntry, NatsConnection, Status } from 'nats';
+import type { JetStreamManager, KV, KvEntry, NatsConnection, Status } from 'nats';
 import { InvalidConfigError, StoreUnavailableError, errorMessage } from '../../core/errors.js';
 import type { BackendItem, CasBackend, ReplaceItem } from '../kit/backend.js';
 import { oneLine, translated } from '../kit/errors.js';
@@ -40,6 +40,13 @@ export interface NatsBackendOptions {
   readonly pacer?: RedialPacer;
   /** Sends `replace`; the backend closes it. */
   readonly writer: CasWriter;
+}
+
+/** What `remove` uses of the client's bucket beyond the KV interface (public members of its Bucket class). */
+interface BucketInternals {
+  readonly jsm: JetStreamManager;
+  readonly stream: string;
+  subjectForKey(key: string): string;
 }
 
 /** How many gets of a listing run at once. */
@@ -126,6 +133,30 @@ export class NatsKvBackend implements CasBackend {
     let feed = this.feeds.get(filter);
     if (!feed) this.feeds.set(filter, (feed = new KeyFeed(this.kv, filter, this.options.timeoutMs, () => this.connected && !this.guard.closed)));
     return feed.add(natsKey, onChange);
+  }
+
+  /**
+   * remove purges the key only while its last revision is `version` (a purge carrying the
+   * expected last subject sequence), then drops the purge's own marker from the stream, so a
+   * removed key leaves nothing behind. Only messages before the marker's sequence go: a key made
+   * again in between keeps its new value. Its new revision is a later stream sequence.
+   */
+  async remove(key: string, version: string): Promise<boolean> {
+    const revision = Number(version);
+    if (!Number.isSafeInteger(revision) || revision < 1) return false;
+    const natsKey = toNatsKey(key);
+    try {
+      await this.call('remove', () => this.kv.purge(natsKey, { previousSeq: revision }));
+    } catch (err) {
+      if (isWrongSequence(err)) return false;
+      throw err;
+    }
+    const bucket = this.kv as unknown as BucketInternals;
+    const marker = await this.call('remove', () => this.kv.get(natsKey));
+    if (marker && marker.operation !== 'PUT') {
+      await this.call('remove', () => bucket.jsm.streams.purge(bucket.stream, { filter: bucket.subjectForKey(natsKey), seq: marker.revision + 1 }));
+    }
+    return true;
   }
 
   async delete(key: string): Promise<void> {

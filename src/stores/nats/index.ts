@@ -6,7 +6,7 @@
  *   lease.<lock>     the lease record, JSON (kit/record-codec.ts); its KV revision is the
  *                    record's `revision`. Never deleted by baton: a release writes holder null.
  *   term.<lock>      the lock's term counter, a decimal number; never deleted.
- *   ledger.<key>     a job-ledger entry; never deleted.
+ *   ledger.<key>     a ledger entry (job state, the candidate registry); removed only on its revision.
  *
  * The bucket is created if missing with FILE storage, history 1 and no max age. An existing
  * bucket with memory storage or a max age is refused: either would let `term.<lock>` vanish

@@ -324,6 +324,7 @@ export class PostgresStore implements LeaseStore {
         return row.ok ? { ok: true, entry: toEntry(row) } : { ok: false, current: toEntry(row) };
       },
       list: async (prefix, limit = 1000) => (await this.run((s) => s.ledgerList, [prefix, limit])).map(toEntry),
+      remove: async (key, version) => (await this.run((s) => s.ledgerRemove, [key, revisionParam(version)])).length === 1,
     };
   }
 

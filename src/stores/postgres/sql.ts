@@ -248,6 +248,7 @@ export class PostgresStatements {
   readonly ledgerCreate: string;
   readonly ledgerUpdate: string;
   readonly ledgerList: string;
+  readonly ledgerRemove: string;
 
   constructor(n: PostgresNames) {
     const nextRevision = `nextval(${literal(n.plain.revisions)}::regclass)`;
@@ -364,5 +365,7 @@ export class PostgresStatements {
     // The "C" collation makes `key >= prefix` an index range in byte order.
     this.ledgerList = `SELECT key, value, version::text AS version FROM ${n.ledger}
       WHERE key >= $1::text AND starts_with(key, $1::text) ORDER BY key LIMIT $2::int`;
+    // Versions come from the revision sequence, so a key made again never repeats an old one.
+    this.ledgerRemove = `DELETE FROM ${n.ledger} WHERE key = $1::text AND version = $2::bigint RETURNING key`;
   }
 }

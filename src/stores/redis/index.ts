@@ -10,7 +10,8 @@
  *   P{<lock>}:counter  hash {term, rev}   no TTL, never deleted by baton
  *   P{<lock>}:events   pub/sub channel: the new record as a JSON array [rev, term, holder, step,
  *                      data] on every write, renewals included; "null" on release
- *   Pledger:<key>      hash {value, version}   no TTL (job ledgers, see ledger.ts)
+ *   Pledger:<key>      hash {value, version}   no TTL (job ledgers, the candidate registry; ledger.ts)
+ *   Pledger-floor      string: the highest version of a removed ledger entry
  *
  * The fencing token is `counter.term`, bumped by HINCRBY inside the same script that writes the
  * lease (scripts.ts, WRITE_LUA). The counter never expires and is never deleted, so a term is
@@ -110,7 +111,7 @@ export class RedisStore implements LeaseStore {
       });
       this.client.connect().catch(() => {}); // failures surface on use; retryStrategy keeps trying
     }
-    this.ledger = new RedisLedger({ client: this.client, keyPrefix: `${this.prefix}ledger:`, run: (what, fn) => this.run(what, fn) });
+    this.ledger = new RedisLedger({ client: this.client, keyPrefix: `${this.prefix}ledger:`, floorKey: `${this.prefix}ledger-floor`, run: (what, fn) => this.run(what, fn) });
     this.watcher = new RedisWatcher({
       connect: () =>
         this.client.duplicate({

@@ -1,14 +1,17 @@
 import type { Redis } from 'ioredis';
 import type { Ledger, LedgerEntry, LedgerPutResult } from '../../core/store.js';
-import { LEDGER_PUT_LUA, LuaScript } from './scripts.js';
+import { LEDGER_PUT_LUA, LEDGER_REMOVE_LUA, LuaScript } from './scripts.js';
 
 const putScript = new LuaScript(LEDGER_PUT_LUA);
+const removeScript = new LuaScript(LEDGER_REMOVE_LUA);
 
 /** LedgerDeps is what RedisLedger needs from its store. */
 export interface LedgerDeps {
   client: Redis;
   /** Key prefix of ledger entries, e.g. `baton:ledger:`. */
   keyPrefix: string;
+  /** The string key holding the highest version of a removed entry, e.g. `baton:ledger-floor`. */
+  floorKey: string;
   /** Runs an operation with the store's timeout and error translation. */
   run<T>(what: string, fn: () => Promise<T>): Promise<T>;
 }
@@ -16,7 +19,9 @@ export interface LedgerDeps {
 /**
  * RedisLedger keeps each entry as a hash `<prefix>ledger:<key>` = {value, version} with no TTL
  * (durable as the server's AOF). `version` is bumped by LEDGER_PUT_LUA on every write, in the
- * same script that compares it, and entries are never deleted, so a version is never reused.
+ * same script that compares it. `remove` (LEDGER_REMOVE_LUA) raises `<prefix>ledger-floor` to
+ * the removed version, and a new entry starts above the floor, so a version is never reused.
+ * (Both scripts touch two keys with no common hash tag: the store runs on one primary.)
  * `list` SCANs (never KEYS) for the prefix, then sorts and fetches the first `limit` entries.
  */
 export class RedisLedger implements Ledger {
@@ -28,7 +33,7 @@ export class RedisLedger implements Ledger {
 
   async put(key: string, expected: string | null, value: string): Promise<LedgerPutResult> {
     return this.deps.run('ledger put', async () => {
-      const reply = (await putScript.run(this.deps.client, { keys: [this.keyOf(key)], args: [expected ?? '', value] })) as unknown[];
+      const reply = (await putScript.run(this.deps.client, { keys: [this.keyOf(key), this.deps.floorKey], args: [expected ?? '', value] })) as unknown[];
       const entry = reply.length > 1 ? Object.freeze({ key, value: String(reply[1]), version: String(reply[2]) }) : null;
       if (Number(reply[0]) === 1 && entry) return { ok: true, entry };
       return { ok: false, current: entry };
@@ -58,6 +63,10 @@ export class RedisLedger implements Ledger {
       });
       return entries;
     });
+  }
+
+  async remove(key: string, version: string): Promise<boolean> {
+    return this.deps.run('ledger remove', async () => Number(await removeScript.run(this.deps.client, { keys: [this.keyOf(key), this.deps.floorKey], args: [version] })) === 1);
   }
 
   private keyOf(key: string): string {

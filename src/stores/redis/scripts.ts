@@ -90,13 +90,15 @@ return out
 `;
 
 /**
- * LEDGER_PUT_LUA is the ledger's compare-and-set. KEYS[1] entry hash; ARGV expected version
- * ('' = create-if-absent), value. Returns {1, value, version} or {0[, value, version]}.
+ * LEDGER_PUT_LUA is the ledger's compare-and-set. KEYS[1] entry hash, KEYS[2] the floor (the
+ * highest version of a removed entry); ARGV expected version ('' = create-if-absent), value.
+ * A new entry's versions start above the floor. Returns {1, value, version} or {0[, value, version]}.
  */
 export const LEDGER_PUT_LUA = `
 local cur = redis.call('HMGET', KEYS[1], 'value', 'version')
 if ARGV[1] == '' then
   if cur[2] then return {0, cur[1] or '', cur[2]} end
+  redis.call('HSET', KEYS[1], 'version', redis.call('GET', KEYS[2]) or '0')
 elseif not cur[2] then
   return {0}
 elseif cur[2] ~= ARGV[1] then
@@ -105,6 +107,19 @@ end
 local version = string.format('%d', redis.call('HINCRBY', KEYS[1], 'version', 1))
 redis.call('HSET', KEYS[1], 'value', ARGV[2])
 return {1, ARGV[2], version}
+`;
+
+/**
+ * LEDGER_REMOVE_LUA is the ledger's compare-and-delete. KEYS[1] entry hash, KEYS[2] the floor;
+ * ARGV[1] expected version. Deletes the entry and raises the floor to its version; returns 1,
+ * or 0 when the entry is absent or at another version.
+ */
+export const LEDGER_REMOVE_LUA = `
+local cur = redis.call('HGET', KEYS[1], 'version')
+if not cur or cur ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if tonumber(cur) > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], cur) end
+return 1
 `;
 
 /** ScriptCall is one invocation of a script: its keys and arguments. */

@@ -10,6 +10,9 @@
  *   CREATE TABLE baton_counters (lock TEXT PRIMARY KEY, term INTEGER NOT NULL, revision INTEGER NOT NULL);
  *   CREATE TABLE baton_ledger (key TEXT PRIMARY KEY, value TEXT NOT NULL, version INTEGER NOT NULL);
  *
+ * baton_counters' row '#ledger' (not a lock: no lock name starts with '#') keeps the highest
+ * version of a removed ledger entry, so that a key made again does not repeat an old version.
+ *
  * The fencing token comes from `baton_counters.term`, bumped in the same IMMEDIATE transaction
  * as the acquiring write; that row is never deleted, so a term is never reused even if a lease
  * row is. Revisions come from the same counter row for the same reason. The database runs in
@@ -67,6 +70,9 @@ interface Row {
 }
 
 /** SqliteStore keeps leases in one SQLite file (see the header comment for the schema). */
+/** LEDGER_FLOOR is the baton_counters row whose revision is the highest removed ledger version. */
+const LEDGER_FLOOR = '#ledger';
+
 export class SqliteStore implements LeaseStore {
   readonly kind = 'sqlite';
   readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: false });
@@ -195,9 +201,25 @@ export class SqliteStore implements LeaseStore {
 
   private makeLedger(): Ledger {
     const get = this.db.prepare('SELECT key, value, version FROM baton_ledger WHERE key = ?');
-    const insert = this.db.prepare('INSERT INTO baton_ledger (key, value, version) VALUES (?, ?, 1) ON CONFLICT(key) DO NOTHING');
+    // A removed entry's version is kept as a floor (counter row LEDGER_FLOOR, never a lock name:
+    // it starts with punctuation), and a key made again starts above it, so no version of one
+    // life of a key is a version of another.
+    const insert = this.db.prepare(
+      `INSERT INTO baton_ledger (key, value, version)
+       VALUES (?, ?, 1 + coalesce((SELECT revision FROM baton_counters WHERE lock = '${LEDGER_FLOOR}'), 0)) ON CONFLICT(key) DO NOTHING`,
+    );
     const update = this.db.prepare('UPDATE baton_ledger SET value = ?, version = version + 1 WHERE key = ? AND version = ?');
     const list = this.db.prepare('SELECT key, value, version FROM baton_ledger WHERE key >= ? ORDER BY key LIMIT ?');
+    const removeAt = this.db.prepare('DELETE FROM baton_ledger WHERE key = ? AND version = ?');
+    const raiseFloor = this.db.prepare(
+      `INSERT INTO baton_counters (lock, term, revision) VALUES ('${LEDGER_FLOOR}', 0, ?)
+       ON CONFLICT(lock) DO UPDATE SET revision = max(revision, excluded.revision)`,
+    );
+    const remove = (key: string, version: string): boolean => {
+      if (!/^\d{1,15}$/.test(version) || removeAt.run(key, Number(version)).changes !== 1) return false;
+      raiseFloor.run(Number(version));
+      return true;
+    };
     const toEntry = (r: { key: string; value: string; version: number }): LedgerEntry => Object.freeze({ key: r.key, value: r.value, version: String(r.version) });
     const read = (key: string) => {
       const r = get.get(key) as { key: string; value: string; version: number } | undefined;
@@ -213,6 +235,7 @@ export class SqliteStore implements LeaseStore {
       put: (key, expected, value) => this.writing(() => put(key, expected, value)),
       list: (prefix, limit = 1000) =>
         this.reading(() => (list.all(prefix, limit) as { key: string; value: string; version: number }[]).filter((r) => r.key.startsWith(prefix)).map(toEntry)),
+      remove: (key, version) => this.writing(() => remove(key, version)),
     };
   }
 

@@ -58,6 +58,25 @@ export class ZkLedger implements Ledger {
     }
   }
 
+  /**
+   * remove deletes the znode at the data version of `version` if it is still the same znode (its
+   * czxid: a znode made again has a new one, so no version of an earlier life matches).
+   */
+  async remove(key: string, version: string): Promise<boolean> {
+    this.guard();
+    const m = /^(\d+):(\d+)$/.exec(version);
+    if (!m || (await this.get(key))?.version !== version) return false;
+    const s = await this.session();
+    try {
+      await s.call<void>('ledger remove', (c, done) => c.remove(this.layout.ledgerPath(key), Number(m[2]), (err) => done(err)));
+      return true;
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === ZK.NO_NODE || code === ZK.BAD_VERSION) return false;
+      throw err;
+    }
+  }
+
   async list(prefix: string, limit = 1000): Promise<LedgerEntry[]> {
     this.guard();
     const s = await this.session();

@@ -21,7 +21,7 @@ export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests
 export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
   // What a store can do is what it has (see core/store.ts): the suite follows its members.
-  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, queue: !!probe.queue, directed: !probe.queue || !!probe.queue.requeue };
+  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, ledgerRemove: !!probe.ledger?.remove, queue: !!probe.queue, directed: !probe.queue || !!probe.queue.requeue };
   const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
   return caps;
@@ -54,7 +54,7 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   if (caps.renewRevisions) renewRevisionsTests(options);
   fencingTests(options);
   if (caps.notify) notifyTests(options);
-  if (caps.ledger) ledgerTests(options);
+  if (caps.ledger) ledgerTests(options, caps);
   electionTests(options, caps);
   if (caps.ledger && caps.directed) {
     handoverTests(options, caps);
