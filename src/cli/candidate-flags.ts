@@ -81,7 +81,7 @@ function parseLabels(words: readonly string[]): Record<string, string> {
 export function checkCandidateStore(store: LeaseStore, candidate: CandidateOptions | undefined): string | undefined {
   if (!candidate) return undefined;
   const queue = directedHandoverRefusal(store);
-  const noLedger = !store.ledger ? `the ${store.kind} store has no ledger to keep the candidate registry in` : undefined;
+  const noLedger = !store.ledger && !store.presence ? `the ${store.kind} store has no ledger to keep the candidate registry in` : undefined;
   const why = queue ?? noLedger;
   if (why === undefined) return undefined;
   if (candidate.prefer !== undefined) throw new InvalidConfigError(`--prefer: ${why}; leadership cannot be moved by preference there`);

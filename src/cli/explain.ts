@@ -15,6 +15,7 @@
  *                    stalled VM) or its clock run slow relative to the others', and still stop
  *                    before anyone else can start.
  */
+import { PRUNE_AFTER_BEATS } from '../core/candidates.js';
 import type { Timing } from '../core/options.js';
 
 /** StoreFacts are what explain knows of the store (from the opened store, or defaults). */
@@ -29,6 +30,8 @@ export interface StoreFacts {
   expirySweepMs?: number;
   /** Store round trip, median and worst seen, when measured. */
   rttMs?: { p50: number; max: number };
+  /** The registry lives on the candidates' leases or sessions (the store has `presence`): no beats, no pruning. */
+  presence?: boolean;
 }
 
 /** Explanation is what `baton explain` prints (and `--json` prints as is). */
@@ -43,10 +46,11 @@ export interface Explanation {
   requestsPerSecond: { leader: number; standby: number };
   /**
    * The candidate registry's cost when it is on (run/serve/cron --register, --app-version, …):
-   * each candidate rewrites its entry once per lease duration; with --prefer the leader also
-   * lists the registry as often. Off by default: 0.
+   * each candidate rewrites its entry once per lease duration (none on a store with presence);
+   * the leader lists it every PRUNE_AFTER_BEATS / 2 lease durations to prune it (none with
+   * presence), and with --prefer once per lease duration instead. Off by default: 0.
    */
-  registryPerSecond: { perCandidate: number; preferLeaderLists: number };
+  registryPerSecond: { perCandidate: number; leaderLists: number; preferLeaderLists: number };
   warnings: string[];
 }
 
@@ -90,7 +94,11 @@ export function explain(t: Timing, facts: StoreFacts): Explanation {
       // A polling standby reads once per jittered retry period (mean 1 + jitter/2 periods).
       standby: facts.notifies ? 0 : 1000 / (t.retryPeriodMs * (1 + t.jitterFactor / 2)),
     },
-    registryPerSecond: { perCandidate: 1000 / t.leaseDurationMs, preferLeaderLists: 1000 / t.leaseDurationMs },
+    registryPerSecond: {
+      perCandidate: facts.presence ? 0 : 1000 / t.leaseDurationMs,
+      leaderLists: facts.presence ? 0 : 1000 / ((PRUNE_AFTER_BEATS / 2) * t.leaseDurationMs),
+      preferLeaderLists: 1000 / t.leaseDurationMs,
+    },
     warnings,
   };
 }

@@ -85,7 +85,7 @@ export class CandidateSide {
     if (priority !== undefined && !Number.isSafeInteger(priority)) throw new InvalidConfigError(`candidate.priority: must be an integer, got ${String(priority)}`);
     if (refreshMs !== undefined && !(typeof refreshMs === 'number' && refreshMs >= 100 && refreshMs <= 3_600_000)) throw new InvalidConfigError(`candidate.refreshMs: must be 100 ms to 1 h, got ${String(refreshMs)}`);
     if (labels !== undefined && (typeof labels !== 'object' || Object.values(labels).some((v) => typeof v !== 'string'))) throw new InvalidConfigError('candidate.labels: must map names to strings');
-    if (prefer !== undefined && !deps.store.ledger) throw new InvalidConfigError(`candidate.prefer: the ${deps.store.kind} store has no ledger to keep the candidate registry in`);
+    if (prefer !== undefined && !deps.store.ledger && !deps.store.presence) throw new InvalidConfigError(`candidate.prefer: the ${deps.store.kind} store has no ledger to keep the candidate registry in`);
     const refusal = directedHandoverRefusal(deps.store);
     if (prefer !== undefined && refusal) throw new InvalidConfigError(`candidate.prefer: ${refusal}`);
     this.prefer = prefer;
@@ -100,10 +100,10 @@ export class CandidateSide {
   /** start registers, and listens to `events` for leadership (for the preference rule). */
   start(events?: LeadershipEvents): void {
     const { store, lock, identity, instance, clock, onError } = this.deps;
-    if (!store.ledger) return;
-    this.registration = new Registration(store.ledger, lock, identity, instance, this.profile, this.refreshMs, clock, onError);
+    if (!store.ledger && !store.presence) return;
+    this.registration = new Registration(store, lock, identity, instance, this.profile, this.refreshMs, clock, onError);
     void this.registration.start();
-    if ((this.prefer || store.ledger.remove) && events) {
+    if ((this.prefer || store.ledger?.remove) && events) {
       this.events = events;
       events.on('elected', this.onElected);
       events.on('stopped', this.onStopped);
@@ -120,8 +120,7 @@ export class CandidateSide {
   }
 
   list(): Promise<CandidateInfo[]> {
-    const ledger = this.deps.store.ledger;
-    return ledger ? listCandidates(ledger, this.deps.lock) : Promise.resolve([]);
+    return listCandidates(this.deps.store, this.deps.lock);
   }
 
   /**
@@ -135,7 +134,7 @@ export class CandidateSide {
     const entries = (await this.list()).filter((e) => e.identity !== this.deps.identity && !e.left);
     const counted = new Set(this.tracker.update(entries, this.deps.clock.monotonicMs()).map((x) => x.info.identity));
     const now = this.deps.clock.wallMs();
-    const live = entries.filter((e) => counted.has(e.identity) || Date.parse(e.at) + e.refreshMs * 2.5 >= now);
+    const live = entries.filter((e) => e.presence || counted.has(e.identity) || Date.parse(e.at) + e.refreshMs * 2.5 >= now);
     const ranked = live.sort(successorOrder(this.prefer));
     // On a queue store the line decides among equals: a successor is named only when it ranks
     // strictly above every other live candidate by the rule and priority (and app version), so

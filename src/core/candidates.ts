@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Clock, TimerHandle } from './clock.js';
 import { InvalidConfigError } from './errors.js';
-import type { Ledger } from './store.js';
+import type { Ledger, LeaseStore } from './store.js';
 
 /**
  * The candidate registry: every campaigning candidate of a lock keeps one entry in the store's
@@ -24,6 +24,11 @@ import type { Ledger } from './store.js';
  * Cost at rest: one ledger write per candidate per refreshMs; one ledger list by the leader per
  * PRUNE_AFTER_BEATS / 2 refresh periods (per refreshMs with a preference rule), and one removal
  * per candidate gone. Stores without a ledger have no registry.
+ *
+ * A store with `presence` (etcd, ZooKeeper: core/store.ts) keeps the entries instead, with the
+ * lease or session its candidates hold anyway: written once, never beaten, gone with their
+ * candidate, never pruned. Cost at rest: none; the leader's list, with a preference rule, as
+ * above. Listing reads both (an older baton, or a store's other handles, may use the ledger).
  */
 
 /** CandidateInfo is one registry entry. */
@@ -45,6 +50,8 @@ export interface CandidateInfo {
   readonly refreshMs: number;
   /** Set when the candidate stopped campaigning: why. */
   readonly left?: string;
+  /** Kept by the store's Presence: live while listed (its beat does not move). */
+  readonly presence?: boolean;
 }
 
 /** Prefer: which live candidate leadership should move to (see compareCandidates). */
@@ -64,15 +71,36 @@ function parseCandidate(value: string): CandidateInfo | undefined {
   }
 }
 
-/** readCandidate is `identity`'s registry entry for `lock`, or null. */
-export async function readCandidate(ledger: Ledger, lock: string, identity: string): Promise<CandidateInfo | null> {
-  const entry = await ledger.get(candidateKey(lock, identity));
+/** readCandidate is `identity`'s registry entry for `lock` (its presence entry first), or null. */
+export async function readCandidate(source: RegistrySource, lock: string, identity: string): Promise<CandidateInfo | null> {
+  const { ledger, presence } = 'put' in source ? { ledger: source, presence: undefined } : source;
+  if (presence) {
+    const found = (await presence.list(lock)).flatMap((v) => parseCandidate(v) ?? []).find((c) => c.identity === identity);
+    if (found) return { ...found, presence: true };
+  }
+  const entry = ledger ? await ledger.get(candidateKey(lock, identity)) : null;
   return (entry && parseCandidate(entry.value)) ?? null;
 }
 
-/** listCandidates is every registry entry of `lock` (left ones included), in identity order. */
-export async function listCandidates(ledger: Ledger, lock: string): Promise<CandidateInfo[]> {
-  return (await listCandidateEntries(ledger, lock)).map((e) => e.info);
+/** RegistrySource is where a lock's registry entries are: a store's presence and ledger, or a ledger alone. */
+export type RegistrySource = Ledger | Pick<LeaseStore, 'ledger' | 'presence'>;
+
+/**
+ * listCandidates is every registry entry of `lock` (left ones included), in identity order: the
+ * store's presence entries, and its ledger's entries of identities without one.
+ */
+export async function listCandidates(source: RegistrySource, lock: string): Promise<CandidateInfo[]> {
+  const { ledger, presence } = 'put' in source ? { ledger: source, presence: undefined } : source;
+  const [present, kept] = await Promise.all([
+    presence ? presence.list(lock) : [],
+    ledger ? listCandidateEntries(ledger, lock) : [],
+  ]);
+  const live = present.flatMap((v) => {
+    const info = parseCandidate(v);
+    return info ? [{ ...info, presence: true }] : [];
+  });
+  const shown = new Set(live.map((c) => c.identity));
+  return [...live, ...kept.map((e) => e.info).filter((c) => !shown.has(c.identity))].sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
 }
 
 /** RegistryEntry is one registry entry with its ledger key and version (what a removal names). */
@@ -181,7 +209,7 @@ export class PresenceTracker {
         s.changedAtMs = nowMs;
       }
       this.seen.set(info.identity, s);
-      if (!info.left && nowMs - s.changedAtMs <= info.refreshMs * this.staleAfterBeats) live.push({ info, presentMs: nowMs - s.firstSeenMs });
+      if (!info.left && (info.presence || nowMs - s.changedAtMs <= info.refreshMs * this.staleAfterBeats)) live.push({ info, presentMs: nowMs - s.firstSeenMs });
     }
     for (const id of [...this.seen.keys()]) if (!keep.has(id)) this.seen.delete(id);
     return live;
@@ -189,6 +217,7 @@ export class PresenceTracker {
 
   /** silentMs is how long (monotonic) `info`'s beat has been seen unchanged, as of the last update; 0 if never seen. */
   silentMs(info: CandidateInfo, nowMs: number): number {
+    if (info.presence) return 0;
     const s = this.seen.get(info.identity);
     return s && s.instance === info.instance && s.beat === info.beat ? nowMs - s.changedAtMs : 0;
   }
@@ -204,6 +233,8 @@ export interface CandidateProfile {
 /**
  * Registration keeps one candidate's entry: written at start, beaten every refreshMs, marked
  * left at stop. Failures are reported and retried at the next beat; they never affect leading.
+ * On a store with `presence` it is announced once and withdrawn at stop, with no beats (a
+ * failed announce is tried again every refreshMs until it lands).
  */
 export class Registration {
   private beat = 0;
@@ -214,7 +245,7 @@ export class Registration {
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly ledger: Ledger,
+    private readonly source: Pick<LeaseStore, 'ledger' | 'presence'>,
     private readonly lock: string,
     private readonly identity: string,
     private readonly instance: string,
@@ -248,32 +279,47 @@ export class Registration {
     return this.write();
   }
 
-  /** stop marks the entry left (awaitable; never throws). */
+  /** stop marks the entry left, or withdraws a presence entry (awaitable; never throws). */
   async stop(reason = 'stopped'): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.timer) this.clock.clearTimer(this.timer);
     await this.writing;
-    await this.put(reason);
+    const presence = this.source.presence;
+    if (presence) await presence.withdraw(this.lock, this.identity).catch((err: unknown) => this.onError(err));
+    else await this.put(reason);
   }
 
   private write(): Promise<void> {
-    this.writing = this.put().finally(() => {
-      if (!this.stopped) this.timer = this.clock.setTimer(() => void this.write(), this.refreshMs);
+    this.writing = this.put().then((landed) => {
+      // A presence entry, once announced, is the store's to keep: no beats.
+      if (!this.stopped && !(landed && this.source.presence)) this.timer = this.clock.setTimer(() => void this.write(), this.refreshMs);
     });
     return this.writing;
   }
 
-  private async put(left?: string): Promise<void> {
+  /** put writes the entry (announces it, on a store with presence); true when it landed. */
+  private async put(left?: string): Promise<boolean> {
+    const presence = this.source.presence;
+    if (presence) {
+      try {
+        await presence.announce(this.lock, this.identity, JSON.stringify(this.info(left)));
+        return true;
+      } catch (err) {
+        this.onError(err);
+        return false;
+      }
+    }
+    const ledger = this.source.ledger!;
     const key = candidateKey(this.lock, this.identity);
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        if (this.version === undefined) this.version = (await this.ledger.get(key))?.version ?? null;
+        if (this.version === undefined) this.version = (await ledger.get(key))?.version ?? null;
         this.beat++;
-        const result = await this.ledger.put(key, this.version, JSON.stringify(this.info(left)));
+        const result = await ledger.put(key, this.version, JSON.stringify(this.info(left)));
         if (result.ok) {
           this.version = result.entry.version;
-          return;
+          return true;
         }
         // Another process wrote it (an earlier one with this identity): ours replaces it.
         this.version = result.current === undefined ? undefined : (result.current?.version ?? null);
@@ -282,5 +328,6 @@ export class Registration {
       this.version = undefined;
       this.onError(err);
     }
+    return false;
   }
 }

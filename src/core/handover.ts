@@ -219,8 +219,9 @@ export interface HandoverOptions {
  * requestHandover asks the holder of `lock` to hand it to candidate `to` (the protocol above)
  * and waits until `to` leads. The leader never stops before `to` has accepted; if `to` does
  * not accept within `ackTimeoutMs`, the question is taken back and the outcome is
- * `not-candidate`. A store with a ledger is asked first whether `to` ever registered as a
- * candidate of `lock` (core/candidates.ts), so an unknown name is refused without waiting.
+ * `not-candidate`. A store with a registry (a ledger or presence) is asked first whether `to`
+ * registered as a candidate of `lock` (core/candidates.ts), so an unknown name is refused
+ * without waiting.
  */
 export async function requestHandover(store: LeaseStore, lock: string, to: string, options: HandoverOptions = {}): Promise<HandoverOutcome> {
   const why = directedHandoverRefusal(store);
@@ -231,8 +232,8 @@ export async function requestHandover(store: LeaseStore, lock: string, to: strin
   let record = await store.read(lock);
   if (!record || record.holder === null || (options.from !== undefined && record.holder !== options.from)) return { outcome: 'not-held', record };
   if (record.holder === to && handedTo(record) === undefined) return { outcome: 'already', record };
-  if (store.ledger && options.checkRegistry !== false) {
-    const entry = await readCandidate(store.ledger, lock, to);
+  if ((store.ledger || store.presence) && options.checkRegistry !== false) {
+    const entry = await readCandidate(store, lock, to);
     if (!entry || entry.left) return { outcome: 'not-candidate', record, why: entry ? `${to} left the election (${entry.left})` : `${to} is not a registered candidate of "${lock}"` };
   }
   const from = { holder: record.holder, term: record.term };

@@ -185,6 +185,26 @@ export interface Ledger {
 }
 
 /**
+ * Presence keeps the candidate registry's entries (core/candidates.ts) with something the store
+ * keeps alive anyway — etcd: the candidate's own queue lease, the entry written in the txn that
+ * queues it; ZooKeeper: an ephemeral node of the handle's session — so an entry needs no beats
+ * and goes when its candidate dies, loses its session or leaves the line. A store with it keeps
+ * its registry at no request at rest.
+ */
+export interface Presence {
+  /**
+   * announce makes `value` `identity`'s entry for `lock` from now on, for as long as this handle
+   * lives: written at once when the store can, else with the candidate's next campaign, and
+   * written again when the store's session or lease is new.
+   */
+  announce(lock: string, identity: string, value: string): Promise<void>;
+  /** withdraw ends `identity`'s entry for `lock`. */
+  withdraw(lock: string, identity: string): Promise<void>;
+  /** list is the values of `lock`'s live entries, in identity order. */
+  list(lock: string): Promise<string[]>;
+}
+
+/**
  * StoreCapabilities are the facts about a store that no member shows. What a store can *do*
  * is told by its optional members instead (see "presence is the capability" above).
  */
@@ -330,6 +350,8 @@ export interface LeaseStore {
   list?(): Promise<LeaseRecord[]>;
   /** Durable entries for job ledgers (optional). */
   readonly ledger?: Ledger;
+  /** Entries that live as long as their candidate, at no cost at rest (optional; see Presence). */
+  readonly presence?: Presence;
   /** Present on a queue store: candidates enqueue here, and `write` never acquires. */
   readonly queue?: LeaseQueue;
   /** Releases connections and watchers. Idempotent. */

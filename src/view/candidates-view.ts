@@ -31,8 +31,10 @@ export interface CandidateRow {
   /** Milliseconds from lastSeen to this host's now (clocks may differ). */
   lastSeenAgoMs: number;
   refreshMs: number;
-  /** Beating within 2.5 refresh periods of this host's clock, and not left. */
+  /** Beating within 2.5 refresh periods of this host's clock (or kept by the store's presence), and not left. */
   live: boolean;
+  /** Kept by the store's own lease or session (etcd, ZooKeeper): no beats; lastSeen is when it was announced. */
+  presence: boolean;
   /** Why it left the election, if it did. */
   left: string | null;
   /** It holds the lock now. */
@@ -70,8 +72,9 @@ export function candidatesView(lock: string, entries: readonly CandidateInfo[], 
       lastSeen: e.at,
       lastSeenAgoMs: Math.max(0, nowWallMs - seen),
       refreshMs: e.refreshMs,
-      live: !e.left && seen + e.refreshMs * STALE_AFTER_BEATS >= nowWallMs,
+      live: !e.left && (e.presence === true || seen + e.refreshMs * STALE_AFTER_BEATS >= nowWallMs),
       left: e.left ?? null,
+      presence: e.presence === true,
       leader: holder !== null && e.identity === holder,
     };
   });
@@ -86,12 +89,12 @@ export function candidatesView(lock: string, entries: readonly CandidateInfo[], 
 }
 
 /**
- * readCandidatesView reads `lock`'s registry from the store's ledger: undefined when the store
- * keeps no registry (no ledger).
+ * readCandidatesView reads `lock`'s registry from the store (presence and ledger): undefined
+ * when the store keeps no registry (neither).
  */
 export async function readCandidatesView(store: LeaseStore, lock: string, holder: string | null, nowWallMs = Date.now()): Promise<CandidatesView | undefined> {
-  if (!store.ledger) return undefined;
-  return candidatesView(lock, await listCandidates(store.ledger, lock), holder, nowWallMs);
+  if (!store.ledger && !store.presence) return undefined;
+  return candidatesView(lock, await listCandidates(store, lock), holder, nowWallMs);
 }
 
 /**
@@ -108,7 +111,7 @@ export function renderCandidates(view: CandidatesView): string[] {
     lines.push(
       `  ${c.leader ? '*' : ' '} ${c.identity} on ${c.host} pid ${c.pid}` +
         `${c.appVersion !== null ? `; version ${c.appVersion}` : ''}${c.priority !== null ? `; priority ${c.priority}` : ''}${labels ? `; ${labels}` : ''}` +
-        `; started ${c.startedAt}; last seen ${formatDuration(c.lastSeenAgoMs)} ago`,
+        `; started ${c.startedAt}${c.presence ? '; kept by its store session' : `; last seen ${formatDuration(c.lastSeenAgoMs)} ago`}`,
     );
   }
   const p = view.preferred;

@@ -81,6 +81,7 @@ async function measure(parsed: ReturnType<typeof parseStoreUrl>): Promise<Probe>
       leaseGranularityMs: store.capabilities.leaseGranularityMs,
       expirySweepMs: SWEEP_MS[store.kind],
       rttMs: { p50: steady[Math.floor(steady.length / 2)]!, max: steady[steady.length - 1]! },
+      presence: !!store.presence,
     };
     return { facts, kind: store.kind };
   } catch (err) {
@@ -110,7 +111,9 @@ function render(e: Explanation & { store: string; note: string | null }, probe: 
     `safety margin      ${formatDuration(e.safetyMarginMs)}: a leader paused (GC, SIGSTOP, a stalled VM) or slowed for less than this still stops before anyone else starts; it absorbs clocks running up to ${Math.round(e.driftTolerance * 100)} % apart over one lease`,
     `renewals           ${e.renewalsBeforeStepDown} attempt(s) fit in the renew deadline before the leader steps down`,
     `store requests     the leader ${round(e.requestsPerSecond.leader)}/s; each standby ${round(e.requestsPerSecond.standby)}/s${f.notifies ? ' (it waits for notifications)' : ' (it polls)'}`,
-    `candidate registry off unless run/serve/cron get --register, --app-version, --priority, --label or --prefer; then each candidate ${round(e.registryPerSecond.perCandidate)} ledger writes/s, and with --prefer the leader ${round(e.registryPerSecond.preferLeaderLists)} ledger lists/s (baton handover names registered candidates)`,
+    f.presence
+      ? `candidate registry off unless run/serve/cron get --register, --app-version, --priority, --label or --prefer; then kept on each candidate's own lease or session: no request at rest, and with --prefer the leader ${round(e.registryPerSecond.preferLeaderLists)} lists/s (baton handover names registered candidates)`
+      : `candidate registry off unless run/serve/cron get --register, --app-version, --priority, --label or --prefer; then each candidate ${round(e.registryPerSecond.perCandidate)} ledger writes/s, and the leader ${round(e.registryPerSecond.leaderLists)} ledger lists/s to prune it (${round(e.registryPerSecond.preferLeaderLists)} with --prefer) (baton handover names registered candidates)`,
     '',
     e.warnings.length ? e.warnings.map((w) => `warning: ${w}`).join('\n') : 'warnings: none',
   ];

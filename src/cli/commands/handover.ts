@@ -103,8 +103,8 @@ async function handover(store: LeaseStore, lock: string, to: string, from: strin
 
 /** otherCandidates names the registered candidates still campaigning, for a refused handover's line. */
 async function otherCandidates(store: LeaseStore, lock: string, leaveOut: (string | null | undefined)[]): Promise<string> {
-  if (!store.ledger) return '';
-  const all = await listCandidates(store.ledger, lock).catch(() => []);
+  if (!store.ledger && !store.presence) return '';
+  const all = await listCandidates(store, lock).catch(() => []);
   const names = all.filter((c) => !c.left && !leaveOut.includes(c.identity)).map((c) => c.identity);
   if (names.length > 0) return `; other candidates: ${names.join(', ')}`;
   return all.length === 0 ? '; no candidate is registered (run, serve and cron register with --register or --app-version)' : '';

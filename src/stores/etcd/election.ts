@@ -56,6 +56,14 @@ export class Election {
      * the lock's candidates as just read, when the change came with such a read.
      */
     private readonly changed: (lock: string, seen?: CandidatesRead) => void,
+    /** The extra puts a campaign txn of a candidate carries (its registry entry: EtcdPresence.opsFor). */
+    private readonly campaignOps: (c: Candidate) => readonly { request_put: { key: Buffer; value: Buffer; lease: string } }[] = () => [],
+    /**
+     * Whether a released candidate's lease is left to expire rather than revoked: it carries the
+     * candidate's registry entry (presence.ts), which then outlives the release until the
+     * candidate's next campaign puts it on its new lease (a hold-off is a retry period; a TTL at least 1 s).
+     */
+    private readonly keepsLease: (c: Candidate) => boolean = () => false,
   ) {}
 
   /** candidates reads the lock's candidate keys, oldest first, and the revision of the read. */
@@ -229,6 +237,8 @@ export class Election {
     // Guarded: the lock's marker is read first (before our put), and a created key marks it.
     const guarded = await this.guard.enabled();
     const marker = { request_range: { key: this.guard.markerKey(c.lock) } };
+    // The candidate's registry entry rides on the same lease, in the same txn (presence.ts).
+    const extra = this.campaignOps(c);
     const txn = (m: Rpc) =>
       m.call(`campaign "${c.lock}"`, (o) =>
         m.client.kv.txn(
@@ -236,8 +246,8 @@ export class Election {
             // Created only if absent, as etcd's Campaign does; an existing key of ours keeps
             // its place in the queue and gets the fresh value.
             compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-            success: guarded ? [marker, put, this.guard.createdOp(c.lock, key), range] : [put, range],
-            failure: guarded ? [marker, put, range] : [put, range],
+            success: guarded ? [marker, put, this.guard.createdOp(c.lock, key), ...extra, range] : [put, ...extra, range],
+            failure: guarded ? [marker, put, ...extra, range] : [put, ...extra, range],
           },
           o,
         ),
@@ -565,7 +575,10 @@ export class Election {
     if (!res.succeeded) {
       return { ok: false, current: this.present(lock, directCandidates(this.layout.lockPrefix(lock), res.responses[0]!.response_range.kvs)) };
     }
-    if (c) this.retire(c);
+    if (c && this.keepsLease(c)) {
+      this.registry.remove(c);
+      this.changed(c.lock);
+    } else if (c) void this.retire(c);
     const prev = res.responses[0]!.response_delete_range.prev_kvs[0];
     const base = prev ? toRecord(lock, prev) : undefined;
     const record: LeaseRecord = Object.freeze({

@@ -9,6 +9,7 @@
  *                                   acquiredAt, renewedAt, transitions, stepDownRequested,
  *                                   metadata}; attached to the candidate's own lease
  *   <prefix>_baton/ledger/<key>     a ledger entry (plain key, no lease)
+ *   <prefix>_baton/present/<lock>/<identity>  a candidate's registry entry, on its lease (presence.ts)
  *   <prefix>_baton/released/<lock>  on a cluster: `r:<key>` after a release, `c:<key>` after a
  *                                   campaign created a key (see RevocationGuard)
  *
@@ -34,6 +35,7 @@ import { Election } from './election.js';
 import { KeepAliveStream } from './keepalive.js';
 import { KeyLayout, prefixEnd, toRecord } from './keys.js';
 import { EtcdLedger } from './ledger.js';
+import { EtcdPresence } from './presence.js';
 import { Limiter } from './limiter.js';
 import { LockWatch } from './lock-watch.js';
 import { RevocationGuard } from './revocation-guard.js';
@@ -67,6 +69,7 @@ export class EtcdStore implements LeaseStore {
   /** queue: etcd's election is a queue (see Election): candidates campaign here, `write` never acquires. */
   readonly queue: LeaseQueue;
   readonly ledger: EtcdLedger;
+  readonly presence: EtcdPresence;
   readonly layout: KeyLayout;
   private readonly rpc: Rpc;
   private readonly ownsClient: boolean;
@@ -108,7 +111,17 @@ export class EtcdStore implements LeaseStore {
       (c) => this.watches.get(c.lock)?.entryLost(),
     );
     this.revocationGuard = new RevocationGuard(this.rpc, this.layout, options.revocationGuard ?? 'auto');
-    this.election = new Election(this.rpc, this.layout, this.registry, this.keepalive, this.revocationGuard, (lock, seen) => this.watches.get(lock)?.refresh(seen));
+    this.presence = new EtcdPresence(this.rpc, this.layout, this.registry, () => this.guard());
+    this.election = new Election(
+      this.rpc,
+      this.layout,
+      this.registry,
+      this.keepalive,
+      this.revocationGuard,
+      (lock, seen) => this.watches.get(lock)?.refresh(seen),
+      (c) => this.presence.opsFor(c),
+      (c) => this.presence.announced(c),
+    );
     this.hub = new WatchHub(this.rpc);
     this.ledger = new EtcdLedger(this.rpc, this.layout, () => this.guard());
     this.queue = Object.freeze({

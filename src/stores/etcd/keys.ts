@@ -6,6 +6,8 @@ import type { HolderMetadata, LeaseRecord, LeaseWrite } from '../../core/store.j
  *
  *   <prefix><lock>/<lease ID in hex>   one candidate of <lock>, attached to that lease
  *   <prefix><ledgerPrefix><key>        one ledger entry (no lease)
+ *   <prefix>_baton/present/<lock>/<id>  one candidate's registry entry (presence.ts), attached to
+ *                                      that candidate's lease; <id> is its identity, URI-encoded
  *
  * The candidate layout is etcd's own election layout (`etcdctl elect <prefix><lock>`).
  */
@@ -26,6 +28,16 @@ export class KeyLayout {
   /** candidateKey names a candidate by its lease ID in hex, as etcd's election does. */
   candidateKey(lock: string, leaseId: string): string {
     return this.lockPrefix(lock) + BigInt(leaseId).toString(16);
+  }
+
+  /** presencePrefix is where `lock`'s registry entries live (never a lock: no lock name starts with `_`). */
+  presencePrefix(lock: string): string {
+    return `${this.prefix}_baton/present/${lock}/`;
+  }
+
+  /** presenceKey names `identity`'s registry entry for `lock`. */
+  presenceKey(lock: string, identity: string): string {
+    return this.presencePrefix(lock) + encodeURIComponent(identity);
   }
 
   /** ledgerKey maps a ledger key to its etcd key. */

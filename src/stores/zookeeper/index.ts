@@ -7,6 +7,7 @@
  *   PATH/<lock>/_c_<uuid>-latch-<seq>      a candidate; ephemeral sequential; data = holder id
  *   PATH/_baton/records/<lock>/<uuid>      baton's record of it; ephemeral, same session
  *   PATH/_baton/ledger/<key>               a ledger entry (persistent)
+ *   PATH/_baton/present/<lock>/<identity>  a candidate's registry entry (ephemeral, presence.ts)
  *
  * The leader is the candidate with the lowest sequence; the fencing token (term) is its latch
  * node's czxid: zxids are ensemble-wide, persisted in the transaction log and strictly
@@ -29,6 +30,7 @@ import { EntryRegistry } from './entries.js';
 import { Latch } from './latch.js';
 import { ZkLayout, toRecord } from './layout.js';
 import { ZkLedger } from './ledger.js';
+import { ZkPresence } from './presence.js';
 import { LockWatch } from './lock-watch.js';
 import { renewBatch } from './renew-batch.js';
 import { loadZk, type ZkClient, type ZkModule } from './sdk.js';
@@ -59,6 +61,7 @@ export class ZooKeeperStore implements LeaseStore {
   readonly capabilities: StoreCapabilities = Object.freeze({ serverExpiry: true });
   readonly queue: LeaseQueue;
   readonly ledger: ZkLedger;
+  readonly presence: ZkPresence;
   readonly layout: ZkLayout;
   private readonly guard = new ClosedGuard('zookeeper');
   private readonly connectString: string;
@@ -99,6 +102,7 @@ export class ZooKeeperStore implements LeaseStore {
       (lock) => this.watches.get(lock)?.refresh(),
     );
     this.ledger = new ZkLedger(() => this.sdk!, this.layout, () => this.loaded().then(() => this.base()), () => this.guard.check());
+    this.presence = new ZkPresence(() => this.sdk!, this.layout, () => this.loaded().then(() => this.base()), () => this.guard.check());
     this.listeners = new ListenerRegistry((lock) => {
       const w = new LockWatch(lock, this.layout, this.latch, this.entries, () => this.base(), () => this.listeners.emit(lock, undefined));
       this.watches.set(lock, w);
@@ -252,8 +256,10 @@ export class ZooKeeperStore implements LeaseStore {
     const events: SessionEvents = {
       connected: (session, fresh) => {
         if (session !== this.baseSession) return;
-        // Watches set before a new session are gone; on the same session the client set them again.
+        // Watches set before a new session are gone (on the same session the client set them
+        // again), and so are its ephemeral registry entries.
         if (fresh) for (const w of this.watches.values()) w.refresh();
+        if (fresh) this.presence.restore();
         this.listeners.emitAll();
       },
       disconnected: (session) => {

@@ -10,6 +10,8 @@
  *                                              are informational: the latch node's data and
  *                                              czxid are what count)
  *   <root>/_baton/ledger/<key>                 a ledger entry (persistent)
+ *   <root>/_baton/present/<lock>/<identity>    a candidate's registry entry: ephemeral, of the
+ *                                              handle's base session (presence.ts)
  *   <root>/_baton/asks/<lock>                  touched (data: the front's term) after each write of a
  *                                              front record that asks or accepts a handover, so the
  *                                              candidate right behind, watching it, hears of it
@@ -38,6 +40,9 @@ export class ZkLayout {
   }
   askPath(lock: string): string {
     return `${this.root}/_baton/asks/${lock.replace(/\//g, '%2F')}`;
+  }
+  presenceDir(lock: string): string {
+    return `${this.root}/_baton/present/${lock.replace(/\//g, '%2F')}`;
   }
   get ledgerDir(): string {
     return `${this.root}/_baton/ledger`;

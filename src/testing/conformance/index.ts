@@ -3,6 +3,7 @@ import { fencingTests } from './fencing.js';
 import { notifyTests } from './notify.js';
 import { electionTests } from './elections.js';
 import { ledgerTests } from './ledger.js';
+import { presenceTests } from './presence.js';
 import { faultTests } from './faults.js';
 import { lifecycleTests } from './lifecycle.js';
 import { queueTests } from './queue.js';
@@ -12,7 +13,7 @@ import { rollingTests } from './rolling.js';
 import type { ConformanceOptions } from './context.js';
 
 export type { ConformanceOptions, StoreFaults } from './context.js';
-export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, faultTests, lifecycleTests, handoverTests, rollingTests };
+export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests, electionTests, ledgerTests, presenceTests, faultTests, lifecycleTests, handoverTests, rollingTests };
 
 /**
  * resolveCapabilities opens one handle to read what the store can do (what it has, and what it
@@ -21,7 +22,7 @@ export { recordTests, renewRevisionsTests, queueTests, fencingTests, notifyTests
 export async function resolveCapabilities(options: ConformanceOptions) {
   const probe = await options.makeStore();
   // What a store can do is what it has (see core/store.ts): the suite follows its members.
-  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, ledgerRemove: !!probe.ledger?.remove, queue: !!probe.queue, directed: !probe.queue || !!probe.queue.requeue };
+  const has = { notify: !!probe.watch, batchRenew: !!probe.renewMany, renewRevisions: !!probe.renewRevisions, list: !!probe.list, ledger: !!probe.ledger, ledgerRemove: !!probe.ledger?.remove, presence: !!probe.presence, queue: !!probe.queue, directed: !probe.queue || !!probe.queue.requeue };
   const caps = { ...has, ...probe.capabilities, ...options.capabilities };
   await probe.close();
   return caps;
@@ -35,7 +36,8 @@ export async function resolveCapabilities(options: ConformanceOptions) {
  * - fencingTests: terms strictly increase and are never reused — across release and reopening,
  *   and with `faults.deleteRecord` / `faults.restart` (or `kill` + `start`) across a deleted
  *   record and a restarted server;
- * - notifyTests (notify stores), ledgerTests (ledger stores);
+ * - notifyTests (notify stores), ledgerTests (ledger stores), presenceTests (stores whose
+ *   registry entries live on their candidates' leases or sessions);
  * - electionTests: expiry, handover, lifecycle events and a concurrency fuzz test, with real electors;
  * - handoverTests (stores with a ledger and directed handover: every compare-and-set store, and a
  *   queue store with `queue.requeue`): directed handover among registered candidates;
@@ -55,6 +57,7 @@ export async function storeConformanceSuite(options: ConformanceOptions): Promis
   fencingTests(options);
   if (caps.notify) notifyTests(options);
   if (caps.ledger) ledgerTests(options, caps);
+  if (caps.presence) presenceTests(options);
   electionTests(options, caps);
   if (caps.ledger && caps.directed) {
     handoverTests(options, caps);

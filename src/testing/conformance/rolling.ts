@@ -97,7 +97,7 @@ export function rollingTests(o: ConformanceOptions): void {
     // Registered and beating: its entry is in the ledger (never for mode none: it has none).
     const registered = async (e: LeaderElector) => {
       if (mode === 'none') return waitFor(() => e.leader() !== null, t.leaseDurationMs * 4 + 3000, `${e.identity} to see the leader`);
-      return waitFor(async () => (await listCandidates(e.store.ledger!, lock)).some((x) => x.identity === e.identity && !x.left), 5000, `${e.identity} registered`);
+      return waitFor(async () => (await listCandidates(e.store, lock)).some((x) => x.identity === e.identity && !x.left), 5000, `${e.identity} registered`);
     };
     let samples = 0;
     let overlapSamples = 0;
