@@ -70,7 +70,8 @@ export class CandidateSide {
   private readonly onElected = () => {
     this.leading = true;
     if (this.prefer) this.schedule(this.deps.timing.retryPeriodMs);
-    if (this.deps.store.ledger?.remove) this.scheduleSweep(this.refreshMs);
+    // On a store with presence the registry is not in the ledger: nothing there to prune.
+    if (this.deps.store.ledger?.remove && !this.deps.store.presence) this.scheduleSweep(this.refreshMs);
   };
   private readonly onStopped = () => {
     this.leading = false;
@@ -103,7 +104,7 @@ export class CandidateSide {
     if (!store.ledger && !store.presence) return;
     this.registration = new Registration(store, lock, identity, instance, this.profile, this.refreshMs, clock, onError);
     void this.registration.start();
-    if ((this.prefer || store.ledger?.remove) && events) {
+    if ((this.prefer || (store.ledger?.remove && !store.presence)) && events) {
       this.events = events;
       events.on('elected', this.onElected);
       events.on('stopped', this.onStopped);

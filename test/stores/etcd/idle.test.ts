@@ -34,18 +34,22 @@ async function received(): Promise<Map<string, number>> {
 }
 
 describe('etcd: idle standby', () => {
-  it('a queued standby sends nothing but its queue entry’s keepalive over four lease durations while a leader renews', async () => {
-    const lock = `idle-${process.pid}`;
+  // With the candidate registry on (beating every 500 ms were it in the ledger), the same: its
+  // entries ride on the candidates' leases (presence), so they cost nothing at rest.
+  for (const registry of [false, true]) it(`a queued standby sends nothing but its queue entry’s keepalive over four lease durations while a leader renews${registry ? ', with the candidate registry on' : ''}`, async () => {
+    const lock = `idle-${registry ? 'registry-' : ''}${process.pid}`;
     const leaderStore = EtcdStore.fromUrl(server.url);
     const standbyStore = EtcdStore.fromUrl(server.url);
-    const leader = new LeaderElector({ store: leaderStore, lock, identity: 'leader', ...timing });
-    const standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing });
+    const candidate = registry ? { candidate: { refreshMs: 500, appVersion: '1.0.0' } } : {};
+    const leader = new LeaderElector({ store: leaderStore, lock, identity: 'leader', ...timing, ...candidate });
+    const standby = new LeaderElector({ store: standbyStore, lock, identity: 'standby', ...timing, ...candidate });
     try {
       leader.start();
       await within(leader.elected(), 10_000, 'the leader');
       standby.start();
       await waitFor(() => standby.leader()?.holder === 'leader', 10_000, 'the standby to see the leader');
       await sleep(500); // start-up (campaign, watch set-up) is not idle
+      if (registry) assert.deepEqual((await standby.candidates()).map((c) => `${c.identity}${c.presence ? '' : ' (ledger)'}`), ['leader', 'standby'], 'both registered');
       // A leader that stepped down (a badly loaded machine) renews no more: that fails, never
       // hangs. The bound is slack: a renewal late by seconds is the machine, not the standby.
       const renewed = () => within(new Promise<void>((resolve) => leader.once('renewed', () => resolve())), 10_000, 'a leader renewal');
