@@ -35,6 +35,7 @@ export function countingStore(inner: LeaseStore): CountingStore {
     kind: inner.kind,
     capabilities: inner.capabilities,
     ledger: inner.ledger,
+    presence: inner.presence,
     read(lock) {
       calls.read++;
       return inner.read(lock);

@@ -244,7 +244,7 @@ export class FaultInjector {
         inject(`to ${target}`);
         const until = monoMs() + plan.holdMs;
         // A standby restarted by the fault before registers as it starts: wait for its entry.
-        while (monoMs() < until && store.ledger && !(await readCandidate(store.ledger, this.ctx.lock, target!).catch(() => null))) await sleepMs(50);
+        while (monoMs() < until && (store.ledger || store.presence) && !(await readCandidate(store, this.ctx.lock, target!).catch(() => null))) await sleepMs(50);
         // A handover that finds the lease moving already (the failover of the fault before it,
         // on a loaded machine) answers `moved` or `not-held`: that is not the handover failing, so
         // it is asked again, up to three times within the hold, once a leader is writing again.
