@@ -27,6 +27,7 @@ export type {
   LedgerEntry,
   LedgerPutResult,
   LeaseQueue,
+  Presence,
   CampaignOptions,
   CampaignResult,
   RevisionRenewal,
@@ -35,7 +36,21 @@ export { isHeld } from './core/store.js';
 export { realClock, sleep, type Clock } from './core/clock.js';
 export { requestStepDown, type StepDownOutcome } from './core/step-down.js';
 export { requestHandover, type HandoverOutcome, type HandoverOptions } from './core/handover.js';
-export { listCandidates, readCandidate, compareCandidates, compareVersions, PresenceTracker, PREFER_VALUES, type CandidateInfo, type CandidateProfile, type Prefer } from './core/candidates.js';
+export {
+  listCandidates,
+  listCandidateEntries,
+  readCandidate,
+  compareCandidates,
+  compareVersions,
+  PresenceTracker,
+  PREFER_VALUES,
+  PRUNE_AFTER_BEATS,
+  type CandidateInfo,
+  type CandidateProfile,
+  type Prefer,
+  type RegistryEntry,
+  type RegistrySource,
+} from './core/candidates.js';
 export type { CandidateOptions } from './core/candidate-side.js';
 export { HANG_BACKOFF_MAX_MS, hangBackoffMs, readStepDowns, stepDownLedgerKey, type LastStepDown } from './core/hang-backoff.js';
 export { parseDuration, formatDuration } from './core/duration.js';

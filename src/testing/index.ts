@@ -8,6 +8,7 @@ export {
   fencingTests,
   notifyTests,
   ledgerTests,
+  presenceTests,
   electionTests,
   lifecycleTests,
   faultTests,
@@ -18,4 +19,4 @@ export {
   type StoreFaults,
 } from './conformance/index.js';
 export { Candidates, recordEscapes, faultTiming, STEP_DOWN_SLACK_MS, type FaultTiming, type Transition } from './conformance/candidates.js';
-export { uniqueLock, waitFor, acquireWrite, keepWrite } from './conformance/context.js';
+export { uniqueLock, waitFor, acquireWrite, keepWrite, type TestRunner, type TestContextLike, type TestFn } from './conformance/context.js';

@@ -1,9 +1,41 @@
+import * as nodeTest from 'node:test';
 import type { LeaseStore, LeaseWrite, StoreCapabilities, WriteResult } from '../../core/store.js';
+
+/**
+ * TestRunner is what the suite registers its tests with (ConformanceOptions.test): node:test's
+ * `describe`, `it`, `before`, `after` and `afterEach` by default. Another runner (mocha, vitest,
+ * jest) is passed in with a thin adapter: `describe` and `it` may get an options object between
+ * the name and the function (`concurrency`; `skip`: false, or a reason), and a test function
+ * gets a context with `skip(reason)` and `diagnostic(line)`.
+ */
+export interface TestRunner {
+  describe(name: string, optionsOrFn: { concurrency?: boolean | number } | (() => void), fn?: () => void): unknown;
+  it(name: string, optionsOrFn: { skip?: boolean | string; timeout?: number } | TestFn, fn?: TestFn): unknown;
+  before(fn: () => unknown): unknown;
+  after(fn: () => unknown): unknown;
+  afterEach(fn: () => unknown): unknown;
+}
+
+/** TestContextLike is what the suite's tests use of their test context. */
+export interface TestContextLike {
+  skip(reason?: string): void;
+  diagnostic(message: string): void;
+}
+
+/** TestFn is one test's body. */
+export type TestFn = (t: TestContextLike) => unknown;
+
+/** runnerOf is the runner the suite's parts register with: `o.test`, else node:test. */
+export function runnerOf(o: ConformanceOptions): TestRunner {
+  return o.test ?? (nodeTest as unknown as TestRunner);
+}
 
 /** ConformanceOptions describes the store under test to the conformance suite. */
 export interface ConformanceOptions {
   /** Name shown in test titles, e.g. "sqlite". */
   name: string;
+  /** The test runner to register with (TestRunner); default node:test. */
+  test?: TestRunner;
   /**
    * Opens a new handle on the one store under test. Handles opened by the same suite share
    * data; the suite closes every handle it opens.

@@ -1,8 +1,7 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector, type ElectedEvent } from '../../core/elector.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /** Short timings scaled from the store's shortest supported lease. */
 function timing(minLeaseMs: number) {
@@ -16,6 +15,7 @@ function timing(minLeaseMs: number) {
  * concurrency fuzz test (many candidates increment a counter; the exact total is kept).
  */
 export function electionTests(o: ConformanceOptions, caps: { notify: boolean; serverExpiry: boolean }): void {
+  const { describe, it, after } = runnerOf(o);
   const t = timing(o.minLeaseMs ?? 600);
   const electors: LeaderElector[] = [];
   const handles = new Handles(o.makeStore);

@@ -1,9 +1,8 @@
-import { describe, it, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeaseRecord, LeaseStore } from '../../core/store.js';
 import { Candidates, faultTiming } from './candidates.js';
-import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * faultTests registers the fault scenarios whose hooks `o.faults` gives, each with real
@@ -21,6 +20,7 @@ import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, waitFor, type Con
  * Scenarios run one at a time: each acts on the one server every handle talks to.
  */
 export function faultTests(o: ConformanceOptions, caps: { notify: boolean }): void {
+  const { describe, it, before, after, afterEach } = runnerOf(o);
   const f = faultsOf(o);
   const timing = faultTiming(o.minLeaseMs);
   const { leaseDurationMs, renewDeadlineMs } = timing;

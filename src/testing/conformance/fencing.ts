@@ -1,8 +1,7 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../core/errors.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquire as acquireOn, acquireWrite, faultsOf, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire as acquireOn, acquireWrite, faultsOf, keepWrite, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * fencingTests registers the fencing-token rule: terms strictly increase per lock and are never
@@ -11,6 +10,7 @@ import { Handles, acquire as acquireOn, acquireWrite, faultsOf, keepWrite, uniqu
  * `start`). A store that hands out a term it handed out before fails here.
  */
 export function fencingTests(o: ConformanceOptions): void {
+  const { describe, it, after } = runnerOf(o);
   const f = faultsOf(o);
   const handles = new Handles(o.makeStore);
   /** acquire takes `lock` from whatever state it is in (absent or released) and returns the term. */

@@ -1,11 +1,10 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import { candidateKey } from '../../core/candidates.js';
 import { handedTo } from '../../core/handover.js';
 import { requestStepDown } from '../../core/step-down.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /** Short timings scaled from the store's shortest supported lease. */
 function timing(minLeaseMs: number) {
@@ -34,6 +33,7 @@ function overriding(store: LeaseStore, overrides: Partial<Record<keyof LeaseStor
  * successor that dies between the give and the take is replaced by ordinary expiry.
  */
 export function handoverTests(o: ConformanceOptions, caps: { readonly queue?: boolean } = {}): void {
+  const { describe, it, after } = runnerOf(o);
   // On a queue store (etcd, ZooKeeper) the give is a release and the take a claim of the front,
   // once the line has been brought into order (core/handover.ts): who leads next is asserted,
   // not which write gave it.

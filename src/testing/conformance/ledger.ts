@@ -1,13 +1,13 @@
-import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Ledger } from '../../core/store.js';
-import { Handles, uniqueLock, type ConformanceOptions } from './context.js';
+import { Handles, uniqueLock, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * ledgerTests registers the durable ledger: create-if-absent, compare-and-set, prefix listing,
  * survival across handles, and (a store whose ledger has `remove`) compare-and-delete.
  */
 export function ledgerTests(o: ConformanceOptions, caps: { readonly ledgerRemove?: boolean } = {}): void {
+  const { describe, it, before, after } = runnerOf(o);
   describe(`${o.name}: ledger`, () => {
     const handles = new Handles(o.makeStore);
     let a: Ledger;

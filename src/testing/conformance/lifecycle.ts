@@ -1,9 +1,8 @@
-import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreClosedError, StoreUnavailableError } from '../../core/errors.js';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * lifecycleTests registers what a handle owes its owner at the edges of its life: `close()`
@@ -13,6 +12,7 @@ import { Handles, acquire, acquireWrite, faultsOf, uniqueLock, type ConformanceO
  * `callTimeoutMs` — never a hang.
  */
 export function lifecycleTests(o: ConformanceOptions, caps: { notify: boolean; list: boolean; ledger: boolean }): void {
+  const { describe, it } = runnerOf(o);
   const f = faultsOf(o);
   const callTimeoutMs = o.callTimeoutMs ?? 5_000;
 

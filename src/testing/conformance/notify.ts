@@ -1,14 +1,14 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import type { LeaseRecord } from '../../core/store.js';
-import { Handles, acquire, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquire, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * notifyTests registers notification: a watcher on another handle hears about acquisition and
  * release; an unsubscribed one hears nothing; a leader whose lock is taken hears it from the feed.
  */
 export function notifyTests(o: ConformanceOptions): void {
+  const { describe, it, after } = runnerOf(o);
   describe(`${o.name}: notification`, () => {
     const handles = new Handles(o.makeStore);
     after(() => handles.closeAll());

@@ -1,8 +1,7 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import { candidateKey, listCandidates } from '../../core/candidates.js';
-import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 import { faultTiming } from './candidates.js';
 
 /**
@@ -12,6 +11,7 @@ import { faultTiming } from './candidates.js';
  * carried it ends with the handle).
  */
 export function presenceTests(o: ConformanceOptions): void {
+  const { describe, it, after } = runnerOf(o);
   describe(`${o.name}: candidate registry by presence`, () => {
     const t = faultTiming(o.minLeaseMs);
     const handles = new Handles(o.makeStore);

@@ -1,7 +1,6 @@
-import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LeaseQueue, LeaseRecord, LeaseStore } from '../../core/store.js';
-import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * queueTests is the queue-kind section of the suite (stores with `queue`: etcd's election,
@@ -13,6 +12,7 @@ import { Handles, acquireWrite, keepWrite, uniqueLock, waitFor, type Conformance
  * does: a store keeps a waiting entry alive only while its lock is watched on that handle.
  */
 export function queueTests(o: ConformanceOptions, caps: { batchRenew: boolean; list: boolean }): void {
+  const { describe, it, before, after } = runnerOf(o);
   describe(`${o.name}: queue`, () => {
     const handles = new Handles(o.makeStore);
     const unwatch: (() => void)[] = [];

@@ -1,13 +1,13 @@
-import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LeaseStore } from '../../core/store.js';
-import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions } from './context.js';
+import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * recordTests registers the atomic record operations: create-if-absent, compare-and-set, release,
  * the step-down flag, batch renewal (`batchRenew`) and listing (`list`).
  */
 export function recordTests(o: ConformanceOptions, caps: { batchRenew: boolean; list: boolean; serverExpiry: boolean }): void {
+  const { describe, it, before, after } = runnerOf(o);
   describe(`${o.name}: create and compare-and-set`, () => {
     const handles = new Handles(o.makeStore);
     let a: LeaseStore;

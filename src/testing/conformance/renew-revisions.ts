@@ -1,8 +1,7 @@
-import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import type { LeaseRecord, LeaseStore, RevisionRenewal } from '../../core/store.js';
-import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions } from './context.js';
+import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions, runnerOf } from './context.js';
 
 /**
  * renewRevisionsTests registers the renewal-only batch (`renewRevisions`, for stores that have
@@ -10,6 +9,7 @@ import { Handles, acquireWrite, keepWrite, uniqueLock, type ConformanceOptions }
  * the revision, and a failure is that item's alone.
  */
 export function renewRevisionsTests(o: ConformanceOptions): void {
+  const { describe, it, before, after } = runnerOf(o);
   describe(`${o.name}: renewal-only batch (renewRevisions)`, () => {
     const handles = new Handles(o.makeStore);
     let a: LeaseStore;

@@ -1,9 +1,8 @@
-import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaderElector } from '../../core/elector.js';
 import type { CandidateOptions } from '../../core/candidate-side.js';
 import { listCandidates } from '../../core/candidates.js';
-import { Handles, uniqueLock, waitFor, type ConformanceOptions } from './context.js';
+import { Handles, uniqueLock, waitFor, type ConformanceOptions, runnerOf } from './context.js';
 import { StoreUnavailableError } from '../../core/errors.js';
 
 /** Short timings scaled from the store's shortest supported lease (as handover.ts's), and a short registry beat. */
@@ -67,6 +66,7 @@ interface Roll {
  * beside it as test diagnostics.
  */
 export function rollingTests(o: ConformanceOptions): void {
+  const { describe, it, after } = runnerOf(o);
   const t = timing(o.minLeaseMs ?? 600);
   const results = new Map<Mode, { order: string; roll: Roll }[]>();
 
