@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Clock, TimerHandle } from './clock.js';
 import { InvalidConfigError } from './errors.js';
+import { Sightings, unchangedForMs } from './observation.js';
 import type { Ledger, LeaseStore } from './store.js';
 
 /**
@@ -187,41 +188,42 @@ export function successorOrder(prefer: Prefer | undefined, byStart = true): (a: 
 }
 
 /**
- * PresenceTracker keeps, on the caller's monotonic clock, when each candidate's beat was last
- * seen to change. A candidate is live while that was within `staleAfterBeats` of its refresh
- * period; it has been present since the first list that showed it.
+ * PresenceTracker applies the observation rule (core/observation.ts) to registry entries, on the
+ * caller's monotonic clock: a candidate is live while its beat was last seen to change within
+ * `staleAfterBeats` of its refresh period (a presence entry: while listed); it has been present
+ * since the first list that showed this instance of it.
  */
 export class PresenceTracker {
-  private readonly seen = new Map<string, { instance: string; beat: number; changedAtMs: number; firstSeenMs: number }>();
+  /** Each candidate's beat (with its instance), seen unchanged since when. */
+  private readonly beats = new Sightings();
+  /** Each candidate's instance, first seen when. */
+  private readonly arrivals = new Sightings();
   constructor(private readonly staleAfterBeats = 2.5) {}
 
   /** update takes a fresh list at monotonic `nowMs`; returns the live entries, with how long each has been present. */
   update(entries: readonly CandidateInfo[], nowMs: number): { info: CandidateInfo; presentMs: number }[] {
     const live: { info: CandidateInfo; presentMs: number }[] = [];
-    const keep = new Set<string>();
     for (const info of entries) {
-      keep.add(info.identity);
-      const prev = this.seen.get(info.identity);
-      const same = prev && prev.instance === info.instance;
-      const s = same ? prev : { instance: info.instance, beat: info.beat, changedAtMs: nowMs, firstSeenMs: nowMs };
-      if (same && prev.beat !== info.beat) {
-        s.beat = info.beat;
-        s.changedAtMs = nowMs;
-      }
-      this.seen.set(info.identity, s);
-      if (!info.left && (info.presence || nowMs - s.changedAtMs <= info.refreshMs * this.staleAfterBeats)) live.push({ info, presentMs: nowMs - s.firstSeenMs });
+      const beat = this.beats.see(info.identity, beatVersion(info), nowMs);
+      const arrived = this.arrivals.see(info.identity, info.instance, nowMs);
+      if (!info.left && (info.presence || unchangedForMs(beat, nowMs) <= info.refreshMs * this.staleAfterBeats)) live.push({ info, presentMs: unchangedForMs(arrived, nowMs) });
     }
-    for (const id of [...this.seen.keys()]) if (!keep.has(id)) this.seen.delete(id);
+    const listed = new Set(entries.map((e) => e.identity));
+    this.beats.keepOnly(listed);
+    this.arrivals.keepOnly(listed);
     return live;
   }
 
   /** silentMs is how long (monotonic) `info`'s beat has been seen unchanged, as of the last update; 0 if never seen. */
   silentMs(info: CandidateInfo, nowMs: number): number {
     if (info.presence) return 0;
-    const s = this.seen.get(info.identity);
-    return s && s.instance === info.instance && s.beat === info.beat ? nowMs - s.changedAtMs : 0;
+    const s = this.beats.get(info.identity);
+    return s && s.version === beatVersion(info) ? unchangedForMs(s, nowMs) : 0;
   }
 }
+
+/** beatVersion is what changes with each beat of one process's entry. */
+const beatVersion = (info: CandidateInfo): string => `${info.instance}\u0000${info.beat}`;
 
 /** CandidateProfile is what a candidate says of itself in the registry. */
 export interface CandidateProfile {

@@ -10,6 +10,7 @@ import { ReconcileLoop, STEP_PENDING, type StepOutcome } from './reconcile-loop.
 import { nextElected, type ElectedEvent, type ElectorEvents, type LeaderElectorOptions, type LeaderEvent, type StopReason, type StoppedEvent } from './elector-events.js';
 import { acquisitionWrite, releaseWrite } from './lease-writes.js';
 import { decideClaim } from './claim-decision.js';
+import { sight, type Sighting } from './observation.js';
 import { stepDownNoteOf as noteOf } from './step-down.js';
 import type { HolderMetadata, LeaseQueue, LeaseRecord, LeaseStore, LeaseWrite, WriteResult } from './store.js';
 import type { PendingRenewal, RenewalAnswer } from './batcher.js';
@@ -31,8 +32,8 @@ const ELECTOR_OPTION_KEYS = ['store', 'lock', 'identity', 'releaseOnStop', 'meta
  *    term — the fencing token.
  * 2. (campaignForRecord; claim-decision.ts) A held record is expired only by this process's own
  *    observation: its revision must stay unchanged for the holder's leaseDuration, timed on
- *    our monotonic clock from when we first saw that revision. No wall time written by another
- *    host is compared.
+ *    our monotonic clock from when we first saw that revision (the observation rule,
+ *    core/observation.ts). No wall time written by another host is compared.
  *    Stores with server-side expiry remove the record themselves; we never take it over. (Where
  *    the feed reports every renewal, we send a create-if-absent once the server's timer must
  *    have run out: the server, not we, decides whether the record is gone.) A claim at an
@@ -74,7 +75,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   private state: 'idle' | 'running' | 'stopped' = 'idle';
   private leadership?: Leadership;
-  private observed?: { record: LeaseRecord | null; atMs: number };
+  /** The record as last seen, and since when its revision is unchanged (rule 2; core/observation.ts). */
+  private observed?: { record: LeaseRecord | null; seen: Sighting };
   private lastLeaderKey = '';
   private unwatch?: () => void;
   private notified: LeaseRecord | null | undefined | typeof NOTHING = NOTHING;
@@ -392,7 +394,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       // 1–2. What the record allows: write now, or wait for its expiry (claim-decision.ts).
       const decision = decideClaim(record, {
         nowMs: this.clock.monotonicMs(),
-        observedAtMs: this.observed!.atMs,
+        observedAtMs: this.observed!.seen.sinceMs,
         serverExpiry: this.store.capabilities.serverExpiry,
         hearsRenewals: this.hearsRenewals(),
         claimedRevision: this.claimedRevision,
@@ -401,7 +403,7 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
       });
       if (decision.kind === 'waitForExpiry') return this.waitForExpiry(record!, decision.ms);
       if (decision.kind === 'waitForRemoval') {
-        this.observed!.atMs = decision.lookFromMs;
+        this.observed!.seen = { version: this.observed!.seen.version, sinceMs: decision.lookFromMs };
         return this.waitForChange(decision.ms, true);
       }
       if (decision.claimsRevision !== undefined) this.claimedRevision = decision.claimsRevision;
@@ -724,10 +726,8 @@ export class LeaderElector extends EventEmitter<ElectorEvents> {
 
   /** observe notes `record`, timing a new revision from now on our own clock (rule 2), and tells of a new leader. */
   private observe(record: LeaseRecord | null): void {
-    const prev = this.observed?.record;
-    if (!this.observed || prev?.revision !== record?.revision || (prev === null) !== (record === null)) {
-      this.observed = { record, atMs: this.clock.monotonicMs() };
-    }
+    const seen = sight(this.observed?.seen, record?.revision ?? '', this.clock.monotonicMs());
+    if (seen !== this.observed?.seen) this.observed = { record, seen };
     const key = record ? `${record.holder}\u0000${record.term}` : '';
     if (key === this.lastLeaderKey) return;
     this.lastLeaderKey = key;

@@ -36,6 +36,7 @@ import { MAX_DURATION_MS, checkOptionKeys, describeValue, validateIdentity, vali
 import type { Ledger, LeaseStore } from '../core/store.js';
 import { hostClock as realHostClock, type HostClock } from './host-clock.js';
 import { readJson, requireLedger, taskLockLedgerKey, updateJson } from './ledger-keys.js';
+import { unchangedForMs } from '../core/observation.js';
 
 /** TaskLockOptions configures one attempt to take a task lock. */
 export interface TaskLockOptions {
@@ -150,7 +151,8 @@ export async function tryTaskLock(store: LeaseStore, name: string, options: Task
         const remainingMs = rec.leaseMs;
         return { write: { ...rec, seen }, then: () => ({ acquired: false, holder: rec.holder, phase: rec.phase, remainingMs }) };
       }
-      const remainingMs = seenAt + rec.leaseMs - now;
+      // The observation rule (core/observation.ts), with this host's sighting kept in the entry.
+      const remainingMs = rec.leaseMs - unchangedForMs({ sinceMs: seenAt }, now);
       if (remainingMs > 0) return { done: { acquired: false, holder: rec.holder, phase: rec.phase, remainingMs } };
     }
     // Free, or the hold has run out by our own count: take it. `now` was read before this write.

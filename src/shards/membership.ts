@@ -33,6 +33,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { InvalidConfigError } from '../core/errors.js';
+import { Sightings, sight, unchangedForMs, type Sighting } from '../core/observation.js';
 import type { Ledger } from '../core/store.js';
 import { nextAssignment, ownerNames, type ShardAssignment, type ShardExclusions } from './assignment.js';
 
@@ -88,9 +89,9 @@ export class Membership {
   private readonly key: string;
   private version: string | null | undefined;
   private beat = 0;
-  /** identity → the heartbeat version seen and since when (monotonic ms). */
-  private readonly seen = new Map<string, { version: string; sinceMs: number }>();
-  private assignmentSeen?: { version: string; sinceMs: number };
+  /** Each member's heartbeat version, seen unchanged since when (the observation rule: core/observation.ts). */
+  private readonly seen = new Sightings();
+  private assignmentSeen?: Sighting;
   /** When this member last listed the heartbeats (monotonic ms). */
   private lastObservedMs?: number;
   /** The members waiting to be added (sorted, as text), since when exactly they were seen, and since when any were. */
@@ -145,9 +146,7 @@ export class Membership {
     // or this process was paused), start every clock again: otherwise, right after a store
     // outage longer than a lease, each member would find every other one dead before they had
     // had a chance to beat again, and the group would be torn down and rebuilt.
-    if (this.lastObservedMs !== undefined && now - this.lastObservedMs > this.leaseDurationMs / 2) {
-      for (const seen of this.seen.values()) seen.sinceMs = now;
-    }
+    if (this.lastObservedMs !== undefined && now - this.lastObservedMs > this.leaseDurationMs / 2) this.seen.restartAll(now);
     this.lastObservedMs = now;
     const all: { identity: string; live: boolean; left: boolean }[] = [];
     const exclusions = new Map<string, Map<number, number>>();
@@ -164,14 +163,12 @@ export class Membership {
       } catch {
         left = true; // not a heartbeat of ours
       }
-      const prior = this.seen.get(identity);
-      if (!prior || prior.version !== e.version) this.seen.set(identity, { version: e.version, sinceMs: now });
-      const since = this.seen.get(identity)!.sinceMs;
-      const live = identity === this.identity || (!left && now - since < this.leaseDurationMs);
+      const seen = this.seen.see(identity, e.version, now);
+      const live = identity === this.identity || (!left && unchangedForMs(seen, now) < this.leaseDurationMs);
       all.push({ identity, live, left: left && identity !== this.identity });
       if (live && excluded.size > 0) exclusions.set(identity, excluded);
     }
-    for (const identity of this.seen.keys()) if (!present.has(identity)) this.seen.delete(identity);
+    this.seen.keepOnly(present);
     const live = all.filter((m) => m.live).map((m) => m.identity);
     if (!live.includes(this.identity)) live.push(this.identity);
     return { live: live.sort(), all, exclusions };
@@ -186,7 +183,7 @@ export class Membership {
     if (parsed.shards !== this.shards) {
       throw new InvalidConfigError(`shards: group "${this.group}" has ${parsed.shards} shards in the store, not ${this.shards} (a new count needs a new group name)`);
     }
-    if (this.assignmentSeen?.version !== entry.version) this.assignmentSeen = { version: entry.version, sinceMs: this.clock.monotonicMs() };
+    this.assignmentSeen = sight(this.assignmentSeen, entry.version, this.clock.monotonicMs());
     return { ...parsed, version: entry.version, seenSinceMs: this.assignmentSeen.sinceMs };
   }
 
