@@ -4,7 +4,8 @@
  *
  * The registry is on when any of these is given (flag or variable): `--register`,
  * `--app-version`, `--priority`, `--label`, `--prefer`. Off, a candidate writes nothing at rest,
- * as before; on, it writes one ledger entry per refresh period (the lease duration), is listed by
+ * as before; on, it writes one ledger entry per refresh period (the lease duration; on etcd and
+ * ZooKeeper nothing at rest: its entry rides on its own lease or session), is listed by
  * `baton status` and the sidecar's GET /candidates, can be named by `baton handover --to`, and a
  * leader stopped gracefully hands over to the best live candidate instead of releasing to a race.
  */
