@@ -81,6 +81,8 @@ export class ZkPresence implements Presence {
     try {
       await s.call<string>('announce', (c, done) => c.create(path, data, this.sdk().ACL.OPEN_ACL_UNSAFE, ZK.EPHEMERAL, done));
     } catch (err) {
+      // Its directory deleted behind our back (an operator cleaning up): made again next time.
+      if (codeOf(err) === ZK.NO_NODE) this.dirs.delete(dir);
       if (codeOf(err) !== ZK.NODE_EXISTS) throw err;
       await s.call<unknown>('announce', (c, done) => c.setData(path, data, -1, done));
     }
