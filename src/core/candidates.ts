@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Clock, TimerHandle } from './clock.js';
 import { InvalidConfigError } from './errors.js';
 import { Sightings, unchangedForMs } from './observation.js';
-import type { Ledger, LeaseStore } from './store.js';
+import type { Ledger, LeaseStore, Presence } from './store.js';
 
 /**
  * The candidate registry: every campaigning candidate of a lock keeps one entry in the store's
@@ -74,11 +74,9 @@ function parseCandidate(value: string): CandidateInfo | undefined {
 
 /** readCandidate is `identity`'s registry entry for `lock` (its presence entry first), or null. */
 export async function readCandidate(source: RegistrySource, lock: string, identity: string): Promise<CandidateInfo | null> {
-  const { ledger, presence } = 'put' in source ? { ledger: source, presence: undefined } : source;
-  if (presence) {
-    const found = (await presence.list(lock)).flatMap((v) => parseCandidate(v) ?? []).find((c) => c.identity === identity);
-    if (found) return { ...found, presence: true };
-  }
+  const { ledger, presence } = sourcesOf(source);
+  const found = presence ? (await presentCandidates(presence, lock)).find((c) => c.identity === identity) : undefined;
+  if (found) return found;
   const entry = ledger ? await ledger.get(candidateKey(lock, identity)) : null;
   return (entry && parseCandidate(entry.value)) ?? null;
 }
@@ -91,17 +89,23 @@ export type RegistrySource = Ledger | Pick<LeaseStore, 'ledger' | 'presence'>;
  * store's presence entries, and its ledger's entries of identities without one.
  */
 export async function listCandidates(source: RegistrySource, lock: string): Promise<CandidateInfo[]> {
-  const { ledger, presence } = 'put' in source ? { ledger: source, presence: undefined } : source;
-  const [present, kept] = await Promise.all([
-    presence ? presence.list(lock) : [],
-    ledger ? listCandidateEntries(ledger, lock) : [],
-  ]);
-  const live = present.flatMap((v) => {
+  const { ledger, presence } = sourcesOf(source);
+  const [live, kept] = await Promise.all([presence ? presentCandidates(presence, lock) : [], ledger ? listCandidateEntries(ledger, lock) : []]);
+  const shown = new Set(live.map((c) => c.identity));
+  return [...live, ...kept.map((e) => e.info).filter((c) => !shown.has(c.identity))].sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
+}
+
+/** sourcesOf splits a RegistrySource into the ledger and the presence it reads. */
+function sourcesOf(source: RegistrySource): Pick<LeaseStore, 'ledger' | 'presence'> {
+  return 'put' in source ? { ledger: source } : source;
+}
+
+/** presentCandidates is the store's presence entries of `lock`, parsed and marked as such. */
+async function presentCandidates(presence: Presence, lock: string): Promise<CandidateInfo[]> {
+  return (await presence.list(lock)).flatMap((v) => {
     const info = parseCandidate(v);
     return info ? [{ ...info, presence: true }] : [];
   });
-  const shown = new Set(live.map((c) => c.identity));
-  return [...live, ...kept.map((e) => e.info).filter((c) => !shown.has(c.identity))].sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
 }
 
 /** RegistryEntry is one registry entry with its ledger key and version (what a removal names). */
